@@ -1,0 +1,73 @@
+extension Loop {
+    /// A point in time on `CLOCK_MONOTONIC`, the clock every loop deadline uses.
+    ///
+    /// Wall-clock changes never move it. Arithmetic saturates instead of overflowing.
+    public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
+        /// Nanoseconds since the clock's origin (boot).
+        public let nanoseconds: Int64
+
+        /// Creates an instant `nanoseconds` after the clock's origin.
+        public init(nanoseconds: Int64) {
+            self.nanoseconds = nanoseconds
+        }
+
+        /// The current time.
+        public static var now: Instant { Instant(nanoseconds: MonotonicClock.now()) }
+
+        /// An instant later than any a program will see.
+        public static let distantFuture = Instant(nanoseconds: .max)
+
+        /// The instant `duration` after this one, saturating at ``distantFuture``.
+        public func advanced(by duration: Duration) -> Instant {
+            Instant(nanoseconds: nanoseconds.addingSaturating(duration.saturatingNanoseconds))
+        }
+
+        /// The duration from this instant to `other` (negative when `other` is earlier).
+        public func duration(to other: Instant) -> Duration {
+            .nanoseconds(other.nanoseconds.subtractingSaturating(nanoseconds))
+        }
+
+        /// The instant `rhs` after `lhs`, saturating.
+        public static func + (lhs: Instant, rhs: Duration) -> Instant { lhs.advanced(by: rhs) }
+
+        /// The duration from `rhs` to `lhs`.
+        public static func - (lhs: Instant, rhs: Instant) -> Duration { rhs.duration(to: lhs) }
+
+        /// Orders instants by time.
+        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+
+        /// The instant as seconds on the monotonic clock.
+        public var description: String {
+            let seconds = nanoseconds / 1_000_000_000
+            let fraction = abs(nanoseconds % 1_000_000_000)
+            let digits = String(fraction)
+            return "\(seconds).\(String(repeating: "0", count: 9 - digits.count))\(digits)s (monotonic)"
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, clamped to `Int64`'s range (attoseconds beyond a nanosecond are dropped).
+    var saturatingNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return scaled.addingSaturating(attoseconds / 1_000_000_000)
+    }
+}
+
+extension Int64 {
+    /// `self + other`, clamped to `Int64`'s range.
+    func addingSaturating(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        if overflow { return other > 0 ? .max : .min }
+        return sum
+    }
+
+    /// `self - other`, clamped to `Int64`'s range.
+    func subtractingSaturating(_ other: Int64) -> Int64 {
+        let (difference, overflow) = subtractingReportingOverflow(other)
+        if overflow { return other < 0 ? .max : .min }
+        return difference
+    }
+}

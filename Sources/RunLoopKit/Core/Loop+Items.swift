@@ -1,0 +1,354 @@
+extension Loop {
+    // MARK: Public membership API
+
+    /// Adds a custom source to `mode` (or to every common mode, for ``Mode/common``). Safe from any thread.
+    ///
+    /// The source's schedule handler runs on the loop's thread once per mode it newly joins; adding it to a mode
+    /// it is already in does nothing. From another thread the source joins before the loop's next pass.
+    /// - Throws: ``LoopError/Code/invalidated``, ``LoopError/Code/ownedByAnotherLoop``,
+    ///   ``LoopError/Code/loopTerminated``.
+    public func add(_ source: LoopSource, to mode: Mode = .default) throws(LoopError) {
+        try add(.source(source), to: mode)
+    }
+
+    /// Adds a timer to `mode` (or to every common mode). Safe from any thread.
+    ///
+    /// The timer is scheduled for its ``LoopTimer/nextFireTime``; from another thread the loop is woken so the
+    /// timer fires on time.
+    /// - Throws: ``LoopError/Code/invalidated``, ``LoopError/Code/ownedByAnotherLoop``,
+    ///   ``LoopError/Code/loopTerminated``.
+    public func add(_ timer: LoopTimer, to mode: Mode = .default) throws(LoopError) {
+        try add(.timer(timer), to: mode)
+    }
+
+    /// Adds an observer to `mode` (or to every common mode). Safe from any thread.
+    ///
+    /// - Throws: ``LoopError/Code/invalidated``, ``LoopError/Code/ownedByAnotherLoop``,
+    ///   ``LoopError/Code/loopTerminated``.
+    public func add(_ observer: LoopObserver, to mode: Mode = .default) throws(LoopError) {
+        try add(.observer(observer), to: mode)
+    }
+
+    /// Adds a descriptor source to `mode` (or to every common mode). Safe from any thread.
+    ///
+    /// The first add puts the descriptor in the loop's epoll set, on the calling thread, so a bad descriptor is
+    /// reported here and now.
+    /// - Throws: ``LoopError/Code/badDescriptor`` (closed or invalid descriptor),
+    ///   ``LoopError/Code/descriptorAlreadyRegistered`` (another source of this loop watches it),
+    ///   ``LoopError/Code/descriptorNotPollable`` (e.g. a regular file), ``LoopError/Code/invalidated``,
+    ///   ``LoopError/Code/ownedByAnotherLoop``, ``LoopError/Code/loopTerminated``.
+    public func add(_ source: FileDescriptorSource, to mode: Mode = .default) throws(LoopError) {
+        try add(.descriptor(source), to: mode)
+    }
+
+    /// Removes a custom source from `mode` (or from the common modes), calling its cancel handler on the loop's
+    /// thread. Safe from any thread; removing what is not there does nothing.
+    public func remove(_ source: LoopSource, from mode: Mode = .default) {
+        remove(.source(source), from: mode)
+    }
+
+    /// Removes a timer from `mode` (or from the common modes). Safe from any thread; removing what is not there
+    /// does nothing. A timer removed from all its modes stops firing but stays valid and can be added again.
+    public func remove(_ timer: LoopTimer, from mode: Mode = .default) {
+        remove(.timer(timer), from: mode)
+    }
+
+    /// Removes an observer from `mode` (or from the common modes). Safe from any thread.
+    public func remove(_ observer: LoopObserver, from mode: Mode = .default) {
+        remove(.observer(observer), from: mode)
+    }
+
+    /// Removes a descriptor source from `mode` (or from the common modes). Safe from any thread.
+    ///
+    /// The descriptor stays registered until the source is invalidated; invalidate it before closing the descriptor.
+    public func remove(_ source: FileDescriptorSource, from mode: Mode = .default) {
+        remove(.descriptor(source), from: mode)
+    }
+
+    /// Whether `source` is in `mode` (for ``Mode/common``: whether it was added to the common modes). Loop thread only.
+    public func contains(_ source: LoopSource, in mode: Mode = .default) -> Bool {
+        contains(.source(source), in: mode)
+    }
+
+    /// Whether `timer` is in `mode`. Loop thread only.
+    public func contains(_ timer: LoopTimer, in mode: Mode = .default) -> Bool {
+        contains(.timer(timer), in: mode)
+    }
+
+    /// Whether `observer` is in `mode`. Loop thread only.
+    public func contains(_ observer: LoopObserver, in mode: Mode = .default) -> Bool {
+        contains(.observer(observer), in: mode)
+    }
+
+    /// Whether `source` is in `mode`. Loop thread only.
+    public func contains(_ source: FileDescriptorSource, in mode: Mode = .default) -> Bool {
+        contains(.descriptor(source), in: mode)
+    }
+
+    /// Adds `mode` to the loop's common modes, copying every item added to ``Mode/common`` into it.
+    /// Safe from any thread. There is no way to remove a common mode (as in CF).
+    public func addCommonMode(_ mode: Mode) {
+        guard mode != .common else { return }
+        onLoopThread { [self] in
+            guard commonModeNames.insert(mode).inserted else { return }
+            let state = self.mode(named: mode)
+            for item in commonItems.values { addToMode(item, state) }
+        }
+    }
+
+    /// The loop's common modes (initially just ``Mode/default``). Loop thread only.
+    public var commonModes: Set<Mode> {
+        preconditionOnLoopThread("commonModes")
+        return commonModeNames
+    }
+
+    /// Every mode the loop has (a mode exists once something named it). Loop thread only.
+    public var allModes: [Mode] {
+        preconditionOnLoopThread("allModes")
+        return modeList.map(\.name)
+    }
+
+    // MARK: Shared membership logic
+
+    private func add(_ item: AnyItem, to mode: Mode) throws(LoopError) {
+        let core = item.core
+        guard core.isValid else {
+            throw LoopError(.invalidated, message: "an invalidated item cannot be added to a loop")
+        }
+        guard core.bind(to: self) else {
+            throw LoopError(.ownedByAnotherLoop, message: "the item already belongs to another loop")
+        }
+        guard !terminated.load(ordering: .acquiring) else {
+            throw LoopError(.loopTerminated, message: "the loop's thread has exited")
+        }
+        if case .descriptor(let source) = item, !source.isRegistered.load(ordering: .acquiring) {
+            try register(source)
+        }
+        let sendableItem = UncheckedItem(item)
+        onLoopThread { [self] in apply(sendableItem.item, to: mode) }
+    }
+
+    private func apply(_ item: AnyItem, to mode: Mode) {
+        guard item.core.isValid else { return }
+        if mode == .common {
+            guard commonItems.updateValue(item, forKey: item.identity) == nil else { return }
+            item.core.isCommon = true
+            for name in commonModeNames { addToMode(item, self.mode(named: name)) }
+        } else {
+            addToMode(item, self.mode(named: mode))
+        }
+    }
+
+    private func remove(_ item: AnyItem, from mode: Mode) {
+        guard item.core.owner.load() === self else { return }
+        let sendableItem = UncheckedItem(item)
+        onLoopThread { [self] in
+            let item = sendableItem.item
+            if mode == .common {
+                guard commonItems.removeValue(forKey: item.identity) != nil else { return }
+                item.core.isCommon = false
+                for name in commonModeNames {
+                    if let state = modesByName[name] { removeFromMode(item, state) }
+                }
+            } else if let state = modesByName[mode] {
+                removeFromMode(item, state)
+            }
+        }
+    }
+
+    private func contains(_ item: AnyItem, in mode: Mode) -> Bool {
+        preconditionOnLoopThread("contains(_:in:)")
+        applyChanges()
+        guard item.core.owner.load() === self else { return false }
+        if mode == .common { return item.core.isCommon }
+        guard let state = modesByName[mode] else { return false }
+        return item.core.isIn(modeID: state.id)
+    }
+
+    /// Puts `item` in `state`, with what each kind needs on joining. Loop thread only.
+    func addToMode(_ item: AnyItem, _ state: ModeState) {
+        let core = item.core
+        guard core.isValid, !core.isIn(modeID: state.id) else { return }
+        core.modeIDs.append(state.id)
+        state.insert(item)
+        switch item {
+        case .source(let source):
+            source.scheduleHandler?(self, state.name)
+            if source.signalled.load(ordering: .acquiring) { queueSignalled(source) }
+        case .timer(let timer):
+            if timer.state == .idle {
+                schedule(timer)
+            } else if timer.state == .parked, state === currentModeState {
+                parkedTimers.removeAll { $0 === timer }
+                schedule(timer)
+            }
+        case .descriptor(let source):
+            if registrations[source.descriptor] !== source {
+                replaceRegistration(with: source)
+            }
+            if source.isParked, state === currentModeState {
+                parkedDescriptorSources.removeAll { $0 === source }
+                unpark(source)
+            }
+        case .observer:
+            break
+        }
+    }
+
+    /// Takes `item` out of `state`, with what each kind needs on leaving. Loop thread only.
+    func removeFromMode(_ item: AnyItem, _ state: ModeState) {
+        let core = item.core
+        guard let index = core.modeIDs.firstIndex(of: state.id) else { return }
+        core.modeIDs.remove(at: index)
+        state.remove(item)
+        switch item {
+        case .source(let source):
+            source.cancelHandler?(self, state.name)
+        case .timer(let timer) where core.modeIDs.isEmpty:
+            unschedule(timer)
+        default:
+            break
+        }
+    }
+
+    /// Invalidation: removes `item` from every mode and the common items, on the loop's thread. Any thread.
+    func detachEverywhere(_ item: AnyItem) {
+        let sendableItem = UncheckedItem(item)
+        onLoopThread { [self] in
+            let item = sendableItem.item
+            if item.core.isCommon {
+                commonItems[item.identity] = nil
+                item.core.isCommon = false
+            }
+            for id in item.core.modeIDs { removeFromMode(item, modeList[id]) }
+            switch item {
+            case .timer(let timer): unschedule(timer)
+            case .descriptor(let source): unregister(source)
+            case .source, .observer: break
+            }
+        }
+    }
+
+    // MARK: Custom sources
+
+    /// Hands a newly signalled source to this loop: pushed on the lock-free stack, and the loop woken if asleep.
+    func enqueueSignalled(_ source: LoopSource) {
+        guard !terminated.load(ordering: .relaxed) else { return }
+        signalStack.push(source)
+        poller.wakeIfSleeping()
+    }
+
+    // MARK: Timers
+
+    /// Puts `timer` in the heap for its current deadline. Loop thread only.
+    func schedule(_ timer: LoopTimer) {
+        timer.latest = timer.deadline.addingSaturating(timer.toleranceNanoseconds)
+        timer.sequence = nextTimerSequence
+        nextTimerSequence &+= 1
+        timerHeap.insert(timer)
+        timer.state = .scheduled
+    }
+
+    /// Takes `timer` out of the heap or the parked list; it stays valid. Loop thread only.
+    func unschedule(_ timer: LoopTimer) {
+        switch timer.state {
+        case .scheduled: timerHeap.remove(timer)
+        case .parked: parkedTimers.removeAll { $0 === timer }
+        case .idle, .due, .firing: break
+        }
+        timer.state = .idle
+    }
+
+    /// Moves `timer`'s next fire time, on the loop's thread.
+    func reschedule(_ timer: LoopTimer, at deadline: Int64) {
+        onLoopThread { [self] in
+            guard timer.isValid else { return }
+            unschedule(timer)
+            timer.deadline = deadline
+            if !timer.core.modeIDs.isEmpty { schedule(timer) }
+        }
+    }
+
+    // MARK: Descriptor sources
+
+    /// Puts the source's descriptor in the epoll set, from the calling thread, once per source.
+    private func register(_ source: FileDescriptorSource) throws(LoopError) {
+        // Several threads adding the same source at once: the loser of the race sees EEXIST from its own
+        // registration only if the winner already registered; treat that as done.
+        do {
+            try poller.register(source.descriptor, events: source.events.epollEvents, tag: source.epollTag)
+        } catch where error.code == .descriptorAlreadyRegistered && source.isRegistered.load(ordering: .acquiring) {
+            return
+        }
+        source.isRegistered.store(true, ordering: .releasing)
+    }
+
+    /// Records `source` as the owner of its descriptor number. An earlier source of the same number lost its
+    /// descriptor (closed without invalidating): it is invalidated, and never sees the new descriptor's events.
+    private func replaceRegistration(with source: FileDescriptorSource) {
+        if let previous = registrations[source.descriptor], previous !== source {
+            registrations[source.descriptor] = nil
+            previous.invalidate()
+        }
+        registrations[source.descriptor] = source
+    }
+
+    /// Takes the source's descriptor out of the epoll set for good. Loop thread only.
+    func unregister(_ source: FileDescriptorSource) {
+        parkedDescriptorSources.removeAll { $0 === source }
+        guard registrations[source.descriptor] === source else { return }
+        registrations[source.descriptor] = nil
+        if !source.isParked { poller.unregister(source.descriptor) }
+        source.isParked = false
+    }
+
+    /// Takes a ready descriptor out of the epoll set while none of its modes runs (level-triggered readiness
+    /// would otherwise wake the loop again and again). Loop thread only.
+    func park(_ source: FileDescriptorSource) {
+        guard !source.isParked else { return }
+        poller.unregister(source.descriptor)
+        source.isParked = true
+        parkedDescriptorSources.append(source)
+    }
+
+    /// Puts a parked descriptor back in the epoll set; one that was closed meanwhile invalidates its source.
+    func unpark(_ source: FileDescriptorSource) {
+        source.isParked = false
+        do {
+            try poller.register(source.descriptor, events: source.events.epollEvents, tag: source.epollTag)
+        } catch {
+            registrations[source.descriptor] = nil
+            source.invalidate()
+        }
+    }
+
+    // MARK: Thread exit
+
+    /// Called by the registry when the owning thread exits: removes every item, drops blocks, closes descriptors.
+    func tearDownOnThreadExit() {
+        applyChanges()
+        terminated.store(true, ordering: .releasing)
+        applyChanges()
+        for (_, item) in commonItems { item.core.isCommon = false }
+        commonItems.removeAll()
+        for state in modeList {
+            for source in state.sources.values { removeFromMode(.source(source), state) }
+            for timer in state.timers.values { removeFromMode(.timer(timer), state) }
+            for observer in state.observers { removeFromMode(.observer(observer), state) }
+            for source in state.descriptorSources.values { removeFromMode(.descriptor(source), state) }
+        }
+        for source in registrations.values { unregister(source) }
+        registrations.removeAll()
+        parkedTimers.removeAll()
+        signalStack.popAll { $0.queued = false }
+        signalledSources.removeAll()
+        blocks.removeAll()
+        poller.close()
+    }
+}
+
+/// Carries an item into a change closure; every item class is Sendable, the enum just does not say so.
+struct UncheckedItem: @unchecked Sendable {
+    let item: AnyItem
+    init(_ item: AnyItem) { self.item = item }
+}

@@ -1,0 +1,254 @@
+import CRunLoopShims
+import Glibc
+
+/// The steps of one pass, in CF's order (Docs/Iteration.md numbers them). Loop thread only.
+extension Loop {
+    /// Step 0: applies item changes other threads sent, and takes their blocks into the local queue.
+    func applyChanges() {
+        guard !inbox.isEmpty else { return }
+        var entries = inboxArrays.take()
+        inbox.takeAll(into: &entries)
+        for entry in entries {
+            switch entry {
+            case .block(let block): blocks.append(block)
+            case .change(let change): change()
+            }
+        }
+        inboxArrays.give(&entries)
+    }
+
+    /// Steps 1, 2, 6, 8 and the run's entry and exit: calls the current mode's observers of `activity`.
+    ///
+    /// Observers added during the call are not called this time; one whose handler is running (a nested run)
+    /// is skipped; one invalidated before its turn is skipped.
+    func notifyObservers(_ activity: Activity) {
+        guard let state = currentModeState, state.observedActivities.contains(activity) else { return }
+        let snapshot = state.observers  // Retains the array; a change during the calls copies it instead.
+        for observer in snapshot where observer.activities.contains(activity) {
+            guard observer.isValid, !observer.isFiring else { continue }
+            observer.isFiring = true
+            observer.handler(activity)
+            observer.isFiring = false
+            if !observer.repeats { observer.invalidate() }
+        }
+    }
+
+    /// Steps 3 and 5: runs the queued blocks whose modes match the running mode, oldest first.
+    ///
+    /// Blocks for other modes keep their place ahead of blocks queued meanwhile.
+    func runBlocks() {
+        applyChanges()
+        guard let state = currentModeState, !blocks.isEmpty else { return }
+        var batch = blockArrays.take()
+        swap(&batch, &blocks)
+        var waiting = blockArrays.take()
+        for block in batch {
+            if matches(block.modes, state) {
+                block.body()
+            } else {
+                waiting.append(block)
+            }
+        }
+        if !waiting.isEmpty {
+            waiting.append(contentsOf: blocks)
+            swap(&waiting, &blocks)
+        }
+        blockArrays.give(&waiting)
+        blockArrays.give(&batch)
+    }
+
+    func matches(_ modes: BlockModes, _ state: ModeState) -> Bool {
+        switch modes {
+        case .one(let mode):
+            return matches(mode, state)
+        case .many(let list):
+            return list.contains { matches($0, state) }
+        }
+    }
+
+    private func matches(_ mode: Mode, _ state: ModeState) -> Bool {
+        mode == state.name || (mode == .common && commonModeNames.contains(state.name))
+    }
+
+    /// Step 4: performs the signalled sources of the running mode, lower order first; answers whether any ran.
+    ///
+    /// With `onlyOne`, performs the first and leaves the rest signalled for the next pass. A source signalled
+    /// again during its own perform runs in a later pass.
+    func performSignalledSources(onlyOne: Bool) -> Bool {
+        signalStack.popAll { source in queueSignalled(source) }
+        guard let state = currentModeState, !signalledSources.isEmpty else { return false }
+
+        var due = sourceArrays.take()
+        var kept = 0
+        for index in signalledSources.indices {
+            let source = signalledSources[index]
+            if !source.isValid || source.core.modeIDs.isEmpty {
+                source.queued = false  // Re-queued by `addToMode` if it is added again while signalled.
+            } else if source.core.isIn(modeID: state.id) && (!onlyOne || due.isEmpty) {
+                source.queued = false
+                due.append(source)
+            } else {
+                signalledSources[kept] = source
+                kept += 1
+            }
+        }
+        signalledSources.removeLast(signalledSources.count - kept)
+
+        var performed = false
+        for source in due {
+            guard source.signalled.exchange(false, ordering: .acquiringAndReleasing), source.isValid else { continue }
+            source.performHandler()
+            performed = true
+        }
+        sourceArrays.give(&due)
+        return performed
+    }
+
+    /// Inserts a signalled source into the sorted queue (after sources of equal order), once.
+    func queueSignalled(_ source: LoopSource) {
+        guard !source.queued, source.isValid else { return }
+        source.queued = true
+        var low = 0
+        var high = signalledSources.count
+        while low < high {
+            let middle = (low + high) / 2
+            if signalledSources[middle].order <= source.order { low = middle + 1 } else { high = middle }
+        }
+        signalledSources.insert(source, at: low)
+    }
+
+    /// Steps 6 to 8: beforeWaiting, sleep in `epoll_wait` (or poll), afterWaiting; answers how many events came.
+    ///
+    /// The loop sleeps only if, after announcing it is about to (``Poller/isWaiting``), it still finds no signal,
+    /// block, change, stop or wake-up sent by another thread, no local work and no due timer. The timerfd is armed
+    /// for the earlier of the first timer's latest fire time and the run's deadline.
+    func waitForEvents(poll: Bool) -> Int {
+        if !poll { notifyObservers(.beforeWaiting) }
+        var block = !poll
+        if block {
+            poller.isWaiting.store(true, ordering: .sequentiallyConsistent)
+            if !signalStack.isEmpty || !inbox.isEmpty || stopRequested.load(ordering: .sequentiallyConsistent)
+                || wakeRequested.exchange(false, ordering: .sequentiallyConsistent) || hasLocalWork()
+            {
+                block = false
+            } else {
+                let wakeTime = min(timerHeap.first?.latest ?? .max, runDeadline)
+                if wakeTime != .max {
+                    let now = MonotonicClock.now()
+                    if wakeTime <= now { block = false } else { poller.arm(for: wakeTime, now: now) }
+                }
+            }
+        }
+        let buffer = eventBuffer(depth: runDepth)
+        let count = blockingWait(into: buffer, block: block)
+        var wakeUpFired = false
+        for index in 0..<count where buffer[index].data.u64 == Poller.wakeUpTag {
+            wakeUpFired = true
+        }
+        poller.finishWaiting(eventFDFired: wakeUpFired)
+        if block { wakeRequested.store(false, ordering: .relaxed) }
+        if !poll { notifyObservers(.afterWaiting) }
+        return count
+    }
+
+    /// The one place the loop blocks, under a stable name for profiles.
+    @inline(never)
+    func blockingWait(into buffer: UnsafeMutableBufferPointer<epoll_event>, block: Bool) -> Int {
+        poller.wait(into: buffer, block: block)
+    }
+
+    /// Whether work for the running mode is already queued on this thread: a block, or a signalled source.
+    private func hasLocalWork() -> Bool {
+        guard let state = currentModeState else { return false }
+        if blocks.contains(where: { matches($0.modes, state) }) { return true }
+        return signalledSources.contains { $0.core.isIn(modeID: state.id) }
+    }
+
+    private func eventBuffer(depth: Int) -> UnsafeMutableBufferPointer<epoll_event> {
+        while eventBuffers.count <= depth {
+            let buffer = UnsafeMutableBufferPointer<epoll_event>.allocate(capacity: Self.eventBufferCapacity)
+            buffer.initialize(repeating: epoll_event())
+            eventBuffers.append(buffer)
+        }
+        return eventBuffers[depth]
+    }
+
+    /// Step 9a: fires the running mode's due timers, in order of latest fire time (fire time when no tolerance).
+    ///
+    /// Due timers of modes not running are parked until one of their modes runs. A repeating timer is put back
+    /// on its grid after its handler; a one-shot timer is invalidated.
+    func fireDueTimers() {
+        guard let state = currentModeState, let first = timerHeap.first else { return }
+        let now = MonotonicClock.now()
+        guard first.deadline <= now else { return }
+        var due = timerArrays.take()
+        while let timer = timerHeap.first, timer.deadline <= now {
+            timerHeap.remove(timer)
+            if timer.core.isIn(modeID: state.id) {
+                timer.state = .due
+                due.append(timer)
+            } else {
+                timer.state = .parked
+                parkedTimers.append(timer)
+            }
+        }
+        for timer in due {
+            guard timer.state == .due else { continue }  // Rescheduled, removed or invalidated meanwhile.
+            guard timer.isValid else {
+                timer.state = .idle
+                continue
+            }
+            timer.state = .firing
+            timer.handler(timer)
+            guard timer.state == .firing else { continue }  // The handler rescheduled or invalidated it.
+            if !timer.repeats {
+                timer.state = .idle
+                timer.invalidate()
+            } else if timer.core.modeIDs.isEmpty {
+                timer.state = .idle
+            } else {
+                timer.deadline = nextGridTime(after: timer.deadline, interval: timer.intervalNanoseconds)
+                schedule(timer)
+            }
+        }
+        timerArrays.give(&due)
+    }
+
+    /// The first time on `fired + k * interval` (k >= 1) that is later than now: missed fire times are skipped.
+    private func nextGridTime(after fired: Int64, interval: Int64) -> Int64 {
+        let now = MonotonicClock.now()
+        guard fired <= now else { return fired.addingSaturating(interval) }
+        let missed = (now - fired) / interval + 1
+        let (offset, overflow) = missed.multipliedReportingOverflow(by: interval)
+        return overflow ? .max : fired.addingSaturating(offset)
+    }
+
+    /// Step 9b: calls the handlers of the running mode's ready descriptor sources, lower order first; answers
+    /// whether any was handled. Reports of a descriptor whose registration was replaced or removed are dropped;
+    /// a source ready while none of its modes runs is taken out of the epoll set until one does.
+    func handleReadyDescriptors(count: Int) -> Bool {
+        guard count > 0, let state = currentModeState else { return false }
+        let buffer = eventBuffers[runDepth]
+        var ready = readyArrays.take()
+        for index in 0..<count {
+            let tag = buffer[index].data.u64
+            guard tag > Poller.timerTag else { continue }
+            let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
+            guard let source = registrations[descriptor], source.epollTag == tag, source.isValid else { continue }
+            if source.core.isIn(modeID: state.id) {
+                let events = FileDescriptorSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
+                let position = ready.firstIndex { $0.0.order > source.order } ?? ready.endIndex
+                ready.insert((source, events), at: position)
+            } else {
+                park(source)
+            }
+        }
+        var handled = false
+        for (source, events) in ready where source.isValid && source.core.isIn(modeID: state.id) {
+            source.handler(events)
+            handled = true
+        }
+        readyArrays.give(&ready)
+        return handled
+    }
+}

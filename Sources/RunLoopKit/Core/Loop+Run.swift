@@ -1,0 +1,133 @@
+import Synchronization
+
+extension Loop {
+    /// Runs the loop in the default mode until it is stopped or the mode has no sources, descriptor sources,
+    /// timers or pending blocks left. Loop thread only.
+    ///
+    /// Like `CFRunLoopRun`: stopping ends it (unlike Foundation's `RunLoop.run()`, which only an empty mode ends).
+    public func run() {
+        preconditionOnLoopThread("run()")
+        while true {
+            let result = run(mode: .default, deadline: .max, pollOnce: false, returnAfterSourceHandled: false)
+            if result == .stopped || result == .finished { return }
+        }
+    }
+
+    /// Runs the loop in `mode` for at most `duration`. Loop thread only (traps otherwise).
+    ///
+    /// May be called from inside a callout of a run already in progress (a nested run, in the same or another
+    /// mode); each run sends its own entry and exit activities.
+    /// - Parameters:
+    ///   - mode: The mode to run. Running ``Mode/common`` answers ``RunResult/finished`` at once, as in CF.
+    ///   - duration: The time limit. Zero or negative: one pass that does not sleep, then ``RunResult/timedOut``.
+    ///     Above ``LoopTimer/maximumInterval``: no limit.
+    ///   - returnAfterSourceHandled: Return after the first pass that performed a custom source or handled a
+    ///     descriptor source (timers, blocks and wake-ups do not count, as in CF).
+    /// - Returns: ``RunResult/finished`` at once, without entry or exit observers, if the mode has no sources,
+    ///   descriptor sources, timers or blocks; otherwise why the run ended.
+    @discardableResult
+    public func run(in mode: Mode, for duration: Duration, returnAfterSourceHandled: Bool = false) -> RunResult {
+        preconditionOnLoopThread("run(in:for:returnAfterSourceHandled:)")
+        let pollOnce = duration <= .zero
+        let deadline: Int64 =
+            if pollOnce {
+                MonotonicClock.now()
+            } else if duration > LoopTimer.maximumInterval {
+                .max
+            } else {
+                MonotonicClock.now().addingSaturating(duration.saturatingNanoseconds)
+            }
+        return run(mode: mode, deadline: deadline, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
+    }
+
+    /// `CFRunLoopRunSpecific`: checks the mode, brackets the passes with entry and exit, restores the outer run.
+    private func run(mode name: Mode, deadline: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
+        precondition(!terminated.load(ordering: .acquiring), "RunLoopKit: running a loop whose thread has exited")
+        guard name != .common else { return .finished }
+        applyChanges()
+        guard let state = modesByName[name], !isEmpty(state) else { return .finished }
+
+        let outerMode = currentModeState
+        let outerDeadline = runDeadline
+        if runDepth == 0 {
+            // A stop or wake-up sent while the loop was idle is forgotten, as in CF.
+            stopRequested.store(false, ordering: .relaxed)
+            wakeRequested.store(false, ordering: .relaxed)
+        }
+        runDepth += 1
+        currentModeState = state
+        runDeadline = deadline
+        setRunningMode(name)
+        enter(state)
+
+        notifyObservers(.entry)
+        let result = runPasses(in: state, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
+        notifyObservers(.exit)
+
+        // A stop aimed at this run dies with it; it must not end the outer run.
+        stopRequested.store(false, ordering: .relaxed)
+        runDepth -= 1
+        currentModeState = outerMode
+        runDeadline = outerDeadline
+        setRunningMode(outerMode?.name)
+        if let outerMode { enter(outerMode) }
+        return result
+    }
+
+    /// `__CFRunLoopRun`: passes until an exit condition holds. Each step is one function of Loop+Pass.swift.
+    private func runPasses(in state: ModeState, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
+        while true {
+            applyChanges()
+            notifyObservers(.beforeTimers)
+            notifyObservers(.beforeSources)
+            runBlocks()
+            var handledSource = performSignalledSources(onlyOne: returnAfterSourceHandled)
+            if handledSource { runBlocks() }
+
+            let poll = handledSource || pollOnce
+            let eventCount = waitForEvents(poll: poll)
+            fireDueTimers()
+            if handleReadyDescriptors(count: eventCount) { handledSource = true }
+            runBlocks()
+
+            if handledSource && returnAfterSourceHandled { return .handledSource }
+            if pollOnce || MonotonicClock.now() >= runDeadline { return .timedOut }
+            if stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
+            if isEmpty(state) { return .finished }
+        }
+    }
+
+    /// Whether a run in `state` has nothing to wait for: no source, descriptor source or timer, and no block for it.
+    func isEmpty(_ state: ModeState) -> Bool {
+        guard state.hasNoItems else { return false }
+        return !blocks.contains { matches($0.modes, state) }
+    }
+
+    /// Puts back in play what was set aside while `state` was not running: parked timers and descriptors.
+    func enter(_ state: ModeState) {
+        if !parkedTimers.isEmpty {
+            var index = 0
+            while index < parkedTimers.count {
+                let timer = parkedTimers[index]
+                if timer.core.isIn(modeID: state.id) {
+                    parkedTimers.remove(at: index)
+                    schedule(timer)
+                } else {
+                    index += 1
+                }
+            }
+        }
+        if !parkedDescriptorSources.isEmpty {
+            var index = 0
+            while index < parkedDescriptorSources.count {
+                let source = parkedDescriptorSources[index]
+                if source.core.isIn(modeID: state.id) {
+                    parkedDescriptorSources.remove(at: index)
+                    unpark(source)
+                } else {
+                    index += 1
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import CRunLoopShims
+import Glibc
+import Synchronization
+
+/// A run loop: one per thread, created on first use, that sleeps in `epoll_wait` until a source is signalled,
+/// a descriptor is ready, a timer is due, a block arrives or it is stopped — CFRunLoop's model on Linux.
+///
+/// Threading contract:
+/// - Running (``run()``, ``run(in:for:returnAfterSourceHandled:)``) and the loop-thread queries (``contains(_:in:)``,
+///   ``commonModes``, ``allModes``) happen only on the loop's own thread; anything else is a programming error and
+///   traps with a message saying so.
+/// - ``stop()``, ``wakeUp()``, ``isWaiting``, ``currentMode``, ``perform(in:_:)``, `add`, `remove` and
+///   ``addCommonMode(_:)`` are safe from any thread. Changes made from another thread take effect on the loop's
+///   thread before its next pass, and a sleeping loop is woken to make them.
+/// - Every callout (source, descriptor source, timer, observer, block, schedule and cancel handlers) runs on the
+///   loop's thread with no RunLoopKit lock held, so it may call back into the loop, run it nested, or invalidate
+///   anything, itself included.
+///
+/// When its thread exits, a loop removes every item from every mode (calling source cancel handlers on the
+/// exiting thread), drops pending blocks unrun and closes its three descriptors.
+public final class Loop: @unchecked Sendable {
+    // Unchecked Sendable: everything below the "Loop thread only" mark is confined to the owning thread, which
+    // every entry point checks or reaches through `inbox`; the rest is immutable, atomic or mutex-protected.
+
+    let poller: Poller
+    let inbox = Inbox()
+    let signalStack = SignalStack()
+    /// A stop for the innermost run; set from any thread, consumed by the run's exit check.
+    let stopRequested = Atomic<Bool>(false)
+    /// A wake-up asked for while the loop was awake: it makes the next sleep return at once.
+    let wakeRequested = Atomic<Bool>(false)
+    /// Set when the owning thread exited and the loop was torn down.
+    let terminated = Atomic<Bool>(false)
+    /// The innermost running mode, readable from any thread; written at run entry and exit only.
+    private let runningMode = Mutex<Mode?>(nil)
+    /// The owning thread's kernel id, for descriptions.
+    let threadID: pid_t
+    /// Whether this is the main thread's loop.
+    public let isMain: Bool
+
+    // MARK: Loop thread only
+
+    var modesByName: [Mode: ModeState] = [:]
+    var modeList: [ModeState] = []
+    var commonModeNames: Set<Mode> = [.default]
+    /// Items added to the common pseudo-mode, copied into every common mode now and later.
+    var commonItems: [ObjectIdentifier: AnyItem] = [:]
+    var currentModeState: ModeState?
+    var runDepth = 0
+    /// The innermost run's deadline in monotonic nanoseconds (`Int64.max`: none).
+    var runDeadline: Int64 = .max
+
+    var timerHeap = TimerHeap()
+    var nextTimerSequence: UInt64 = 0
+    /// Timers that came due while none of their modes was running.
+    var parkedTimers: [LoopTimer] = []
+    /// Descriptor sources in the epoll set, by descriptor.
+    var registrations: [CInt: FileDescriptorSource] = [:]
+    /// Descriptor sources taken out of the epoll set because they were ready while none of their modes ran.
+    var parkedDescriptorSources: [FileDescriptorSource] = []
+    /// Signalled sources not yet performed, sorted by order, then by signal arrival.
+    var signalledSources: [LoopSource] = []
+    /// Blocks waiting for a pass in one of their modes, oldest first.
+    var blocks: [PendingBlock] = []
+
+    /// Reusable arrays, so a pass allocates nothing in the steady state (nested runs take their own).
+    var blockArrays = ArrayPool<PendingBlock>()
+    var inboxArrays = ArrayPool<Inbox.Entry>()
+    var sourceArrays = ArrayPool<LoopSource>()
+    var timerArrays = ArrayPool<LoopTimer>()
+    var readyArrays = ArrayPool<(FileDescriptorSource, FileDescriptorSource.Events)>()
+    /// One epoll event buffer per nesting depth.
+    var eventBuffers: [UnsafeMutableBufferPointer<epoll_event>] = []
+    static let eventBufferCapacity = 64
+
+    private init(isMain: Bool) {
+        do {
+            poller = try Poller()
+        } catch {
+            fatalError("RunLoopKit: cannot create a loop's epoll, eventfd or timerfd: \(error)")
+        }
+        self.isMain = isMain
+        self.threadID = isMain ? getpid() : ThreadIdentity.currentThreadID()
+        _ = mode(named: .default)
+    }
+
+    static func makeForCurrentThread() -> Loop { Loop(isMain: false) }
+    static func makeForMainThread() -> Loop { Loop(isMain: true) }
+
+    deinit {
+        poller.close()
+        for buffer in eventBuffers { buffer.deallocate() }
+    }
+
+    // MARK: Getting loops
+
+    /// The calling thread's loop, created on first use; the same object every time on that thread.
+    public static var current: Loop { LoopRegistry.current() }
+
+    /// The main thread's loop, reachable from any thread (created on first use).
+    public static var main: Loop { LoopRegistry.main() }
+
+    /// Whether the calling thread owns this loop (and so may run it).
+    public var isCurrent: Bool { LoopRegistry.isCurrent(self) }
+
+    // MARK: Any thread
+
+    /// Whether the loop is asleep in `epoll_wait` (or about to be). Safe from any thread; may be stale at once.
+    public var isWaiting: Bool { poller.isWaiting.load(ordering: .relaxed) }
+
+    /// The mode of the innermost run in progress, `nil` when the loop is not running. Safe from any thread.
+    public var currentMode: Mode? { runningMode.withLock { $0 } }
+
+    /// Ends the innermost run in progress, which returns ``RunResult/stopped``. Safe from any thread.
+    ///
+    /// A stop sent while the loop is not running is forgotten, as in CF: the next run is not affected. A stop that
+    /// arrives while a run is ending for another reason is dropped with that run, and does not reach an outer run.
+    public func stop() {
+        stopRequested.store(true, ordering: .sequentiallyConsistent)
+        poller.wakeIfSleeping()
+    }
+
+    /// Makes the loop go round once more: a sleeping loop wakes, a loop about to sleep does not. Safe from any
+    /// thread.
+    ///
+    /// Costs an atomic store and load when the loop is awake, and one eventfd write when it sleeps; wake-ups sent
+    /// before the loop gets to run coalesce into one. A wake-up sent while the loop is not running is dropped,
+    /// as in CF: the next run looks at everything anyway. Signalling a source, posting a block and changing items
+    /// from another thread wake the loop by themselves.
+    public func wakeUp() {
+        wakeRequested.store(true, ordering: .sequentiallyConsistent)
+        poller.wakeIfSleeping()
+    }
+
+    /// Queues `block` to run once on the loop's thread, at the next block point of a pass in `mode`.
+    ///
+    /// Safe from any thread. Blocks run in the order they were queued (per thread). A block for a mode that is not
+    /// running waits for a pass in it; ``Mode/common`` matches every common mode. Unlike CF, a block queued from
+    /// another thread wakes the loop if it sleeps.
+    /// - Returns: `false` if the loop's thread has exited, so the block will never run.
+    @discardableResult
+    public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(PendingBlock(modes: .one(mode), body: block))
+    }
+
+    /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
+    ///
+    /// See ``perform(in:_:)-(Mode,_)``.
+    /// - Returns: `false` if the loop's thread has exited, so the block will never run.
+    @discardableResult
+    public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(PendingBlock(modes: .many(modes), body: block))
+    }
+
+    private func enqueue(_ block: PendingBlock) -> Bool {
+        if terminated.load(ordering: .acquiring) { return false }
+        if isCurrent {
+            blocks.append(block)
+        } else {
+            inbox.post(.block(block))
+            poller.wakeIfSleeping()
+        }
+        return true
+    }
+
+    /// Runs `change` on the loop's thread: now when called there, else before the loop's next pass (waking it).
+    func onLoopThread(_ change: @escaping @Sendable () -> Void) {
+        if isCurrent {
+            change()
+        } else {
+            guard !terminated.load(ordering: .acquiring) else { return }
+            inbox.post(.change(change))
+            poller.wakeIfSleeping()
+        }
+    }
+
+    /// Traps unless the caller is the loop's thread, naming the misused call.
+    func preconditionOnLoopThread(_ call: StaticString = #function) {
+        precondition(
+            isCurrent,
+            "RunLoopKit: Loop.\(call) must be called on the loop's own thread (loop of thread \(threadID), "
+                + "called from thread \(ThreadIdentity.currentThreadID()))"
+        )
+    }
+
+    func setRunningMode(_ mode: Mode?) {
+        runningMode.withLock { $0 = mode }
+    }
+
+    /// The state of the mode named `name`, created on first use. Loop thread only.
+    func mode(named name: Mode) -> ModeState {
+        if let state = modesByName[name] { return state }
+        let state = ModeState(name: name, id: modeList.count)
+        modesByName[name] = state
+        modeList.append(state)
+        return state
+    }
+}
+
+/// A stack of emptied arrays kept for reuse, so hot paths do not allocate once warmed up.
+struct ArrayPool<Element> {
+    private var free: [[Element]] = []
+
+    mutating func take() -> [Element] {
+        free.popLast() ?? []
+    }
+
+    mutating func give(_ array: inout [Element]) {
+        array.removeAll(keepingCapacity: true)
+        free.append(array)
+        array = []
+    }
+}

@@ -1,0 +1,67 @@
+import Glibc
+import Synchronization
+
+/// The thread-keyed registry: each thread's loop lives in a pthread thread-specific slot, created on first use.
+///
+/// A slot belongs to one thread and is cleared by its destructor when the thread exits, so a later thread that
+/// happens to get the same `pthread_t` can never be handed the dead thread's loop (the mistake of keying a
+/// global dictionary by `pthread_t`). The main thread's loop also sits in a global, so other threads reach it.
+enum LoopRegistry {
+    /// The slot; its destructor tears the thread's loop down when the thread exits.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { pointer in
+            guard let pointer else { return }
+            let loop = Unmanaged<Loop>.fromOpaque(pointer).takeRetainedValue()
+            loop.tearDownOnThreadExit()
+        }
+        precondition(status == 0, "RunLoopKit: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    private static let mainLoop = Mutex<Loop?>(nil)
+
+    /// The calling thread's loop if it has one, without creating it.
+    @inline(__always)
+    static func currentIfPresent() -> Loop? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        return Unmanaged<Loop>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// Whether `loop` is the calling thread's loop.
+    @inline(__always)
+    static func isCurrent(_ loop: Loop) -> Bool {
+        if let pointer = pthread_getspecific(key) {
+            return pointer == Unmanaged.passUnretained(loop).toOpaque()
+        }
+        // The main loop may have been created by another thread before the main thread touched it.
+        if ThreadIdentity.isMainThread, loop === main() {
+            install(loop)
+            return true
+        }
+        return false
+    }
+
+    /// The calling thread's loop, created on first use.
+    static func current() -> Loop {
+        if let loop = currentIfPresent() { return loop }
+        let loop = ThreadIdentity.isMainThread ? main() : Loop.makeForCurrentThread()
+        install(loop)
+        return loop
+    }
+
+    /// The main thread's loop, created on first use from any thread.
+    static func main() -> Loop {
+        mainLoop.withLock { loop in
+            if let loop { return loop }
+            let created = Loop.makeForMainThread()
+            loop = created
+            return created
+        }
+    }
+
+    private static func install(_ loop: Loop) {
+        let status = pthread_setspecific(key, Unmanaged.passRetained(loop).toOpaque())
+        precondition(status == 0, "RunLoopKit: pthread_setspecific failed (\(status))")
+    }
+}

@@ -1,0 +1,160 @@
+import CRunLoopShims
+import Glibc
+import Synchronization
+
+/// A loop's three kernel objects: one epoll set, the wake-up eventfd and the timerfd, all close-on-exec.
+///
+/// Threading: ``wakeIfSleeping()``, ``register(_:events:tag:)`` and ``close()`` may be called from any thread;
+/// they hold ``lifecycle`` so a descriptor is never used after it was closed (and its number reused).
+/// Everything else runs on the loop's thread only.
+final class Poller: Sendable {
+    /// Tag of the wake-up eventfd's reports.
+    static let wakeUpTag: UInt64 = 0
+    /// Tag of the timerfd's reports.
+    static let timerTag: UInt64 = 1
+
+    let epoll: CInt
+    let wakeUpDescriptor: CInt
+    let timerDescriptor: CInt
+
+    /// True while the loop sleeps, or is about to, in `epoll_wait`: wakers write the eventfd only then.
+    let isWaiting = Atomic<Bool>(false)
+    /// True once a waker has claimed the single eventfd write this sleep needs; cleared after waking.
+    private let wakeUpPending = Atomic<Bool>(false)
+    /// Whether the descriptors are still open. Held while a foreign thread uses them, and while closing.
+    private let lifecycle = Mutex<Bool>(true)
+
+    /// The absolute monotonic time the timerfd is armed for, `nil` when disarmed. Loop thread only.
+    nonisolated(unsafe) private(set) var armedDeadline: Int64?
+
+    init() throws(SystemError) {
+        let epoll = try Epoll.create()
+        let wakeUp: CInt
+        do {
+            wakeUp = try EventFD.create()
+        } catch {
+            FileDescriptorCalls.close(epoll)
+            throw error
+        }
+        let timer: CInt
+        do {
+            timer = try TimerFD.create()
+            try Epoll.add(epoll, wakeUp, events: [.input, .edgeTriggered], data: Self.wakeUpTag)
+            try Epoll.add(epoll, timer, events: [.input, .edgeTriggered], data: Self.timerTag)
+        } catch {
+            FileDescriptorCalls.close(epoll)
+            FileDescriptorCalls.close(wakeUp)
+            throw error
+        }
+        self.epoll = epoll
+        self.wakeUpDescriptor = wakeUp
+        self.timerDescriptor = timer
+    }
+
+    /// Closes the three descriptors; later wake-ups and registrations do nothing or fail cleanly.
+    func close() {
+        lifecycle.withLock { isOpen in
+            guard isOpen else { return }
+            isOpen = false
+            FileDescriptorCalls.close(timerDescriptor)
+            FileDescriptorCalls.close(wakeUpDescriptor)
+            FileDescriptorCalls.close(epoll)
+        }
+    }
+
+    /// Whether ``close()`` has run.
+    var isClosed: Bool { !lifecycle.withLock { $0 } }
+
+    // MARK: Waking (any thread)
+
+    /// Makes a sleeping loop return from `epoll_wait`; costs one atomic load when the loop is awake.
+    ///
+    /// Callers publish their work (a signal, a block) with a sequentially consistent atomic first; the loop
+    /// sets ``isWaiting`` and then re-checks that work before it sleeps, so one of the two always sees the other.
+    @inline(__always)
+    func wakeIfSleeping() {
+        guard isWaiting.load(ordering: .sequentiallyConsistent) else { return }
+        guard !wakeUpPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        lifecycle.withLock { isOpen in
+            guard isOpen else { return }
+            do {
+                try EventFD.signal(wakeUpDescriptor)
+            } catch {
+                fatalError("RunLoopKit: writing the loop's wake-up eventfd failed: \(error)")
+            }
+        }
+    }
+
+    // MARK: Registration (any thread)
+
+    /// Adds `descriptor` to the epoll set, level-triggered, tagged with `tag`.
+    func register(_ descriptor: CInt, events: Epoll.Events, tag: UInt64) throws(LoopError) {
+        let result: Result<Void, SystemError>? = lifecycle.withLock { isOpen -> Result<Void, SystemError>? in
+            guard isOpen else { return nil }
+            do throws(SystemError) {
+                try Epoll.add(epoll, descriptor, events: events, data: tag)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case nil:
+            throw LoopError(.loopTerminated, message: "the loop's thread has exited")
+        case .failure(let error):
+            throw LoopError(error, context: "watching descriptor \(descriptor)")
+        case .success:
+            return
+        }
+    }
+
+    // MARK: Loop thread only
+
+    /// Removes `descriptor` from the epoll set; a descriptor the caller already closed is not an error.
+    func unregister(_ descriptor: CInt) {
+        do {
+            try Epoll.remove(epoll, descriptor)
+        } catch where error.errno == EBADF || error.errno == ENOENT {
+            return  // Closed before it was removed: the kernel already dropped it.
+        } catch {
+            fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
+        }
+    }
+
+    /// Waits for events (blocking when `block`, else polling) and answers how many `buffer` holds.
+    ///
+    /// On return the wake-up protocol is reset: ``isWaiting`` is false and a pending eventfd write is drained
+    /// if the eventfd was among the events.
+    func wait(into buffer: UnsafeMutableBufferPointer<epoll_event>, block: Bool) -> Int {
+        let count: Int
+        do {
+            count = try Epoll.wait(epoll, into: buffer, timeoutMilliseconds: block ? -1 : 0)
+        } catch {
+            fatalError("RunLoopKit: epoll_wait on the loop's own set failed: \(error)")
+        }
+        return count
+    }
+
+    /// Called right after waking: clears the wake-up state, draining the eventfd when it fired.
+    func finishWaiting(eventFDFired: Bool) {
+        isWaiting.store(false, ordering: .sequentiallyConsistent)
+        if eventFDFired {
+            try? EventFD.drain(wakeUpDescriptor)
+        }
+        wakeUpPending.store(false, ordering: .releasing)
+    }
+
+    /// Arms the timerfd for `deadline` unless it is already armed for that time or earlier and still pending.
+    ///
+    /// `timerfd_settime` is costly (12-14 µs when it becomes the CPU's earliest timer), so an armed expiry that
+    /// is earlier than needed is left alone: it wakes the loop, which then re-arms for the real deadline.
+    func arm(for deadline: Int64, now: Int64) {
+        if let armed = armedDeadline, armed <= deadline, armed > now { return }
+        do {
+            try TimerFD.arm(timerDescriptor, atMonotonicNanoseconds: deadline)
+        } catch {
+            fatalError("RunLoopKit: timerfd_settime on the loop's own timerfd failed: \(error)")
+        }
+        armedDeadline = deadline
+    }
+}

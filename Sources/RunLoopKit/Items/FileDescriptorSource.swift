@@ -1,0 +1,125 @@
+import Glibc
+import Synchronization
+
+/// Watches a file descriptor for readiness and calls a handler on the loop's thread (Linux's stand-in for CF's
+/// port sources).
+///
+/// Readiness is level-triggered: as long as the descriptor stays ready, the handler is called on every pass of a
+/// run in one of the source's modes, so a handler that does not drain the descriptor is called again. Every
+/// ready descriptor is handled in the pass that saw it (CF on Linux handles one per pass). Handling one counts
+/// as a handled source for ``Loop/run(in:for:returnAfterSourceHandled:)``.
+///
+/// The source does not own the descriptor: invalidate the source before closing the descriptor. If the
+/// descriptor is closed anyway and its number reused, the old source never sees the new descriptor's events.
+///
+/// Threading: ``invalidate()`` and ``isValid`` are safe from any thread; the handler runs on the loop's thread.
+/// A source belongs to at most one loop, in any number of its modes.
+public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mutable state is loop-thread confined.
+    /// Readiness conditions.
+    public struct Events: OptionSet, Hashable, Sendable, CustomStringConvertible {
+        /// The bits.
+        public let rawValue: UInt32
+
+        /// Creates an event set from its bits.
+        public init(rawValue: UInt32) {
+            self.rawValue = rawValue
+        }
+
+        /// Data can be read (or a listening socket can accept).
+        public static let readable = Events(rawValue: 1 << 0)
+        /// Data can be written.
+        public static let writable = Events(rawValue: 1 << 1)
+        /// An error is pending on the descriptor; always reported, whether asked for or not.
+        public static let error = Events(rawValue: 1 << 2)
+        /// The peer hung up (or shut down writing); always reported, whether asked for or not.
+        public static let hangUp = Events(rawValue: 1 << 3)
+
+        /// The member names joined by `|`.
+        public var description: String {
+            let names: [(Events, String)] = [
+                (.readable, "readable"), (.writable, "writable"), (.error, "error"), (.hangUp, "hangUp"),
+            ]
+            let present = names.filter { contains($0.0) }.map(\.1)
+            return present.isEmpty ? "[]" : present.joined(separator: "|")
+        }
+
+        var epollEvents: Epoll.Events {
+            var events: Epoll.Events = []
+            if contains(.readable) { events.insert(.input) }
+            if contains(.writable) { events.insert(.output) }
+            events.insert(.readHangUp)
+            return events
+        }
+
+        init(epoll events: Epoll.Events) {
+            var result: Events = []
+            if events.contains(.input) { result.insert(.readable) }
+            if events.contains(.output) { result.insert(.writable) }
+            if events.contains(.error) { result.insert(.error) }
+            if !events.isDisjoint(with: [.hangUp, .readHangUp]) { result.insert(.hangUp) }
+            self = result
+        }
+    }
+
+    /// The watched descriptor.
+    public let descriptor: CInt
+    /// The conditions asked for (``Events/error`` and ``Events/hangUp`` are reported regardless).
+    public let events: Events
+    /// Among descriptors ready in the same pass, lower orders are handled first.
+    public let order: Int
+
+    let core = ItemCore()
+    let handler: @Sendable (Events) -> Void
+
+    /// Distinguishes this registration's epoll reports from any earlier one of the same descriptor number.
+    let generation: UInt32
+    /// Set once the descriptor is in the owner's epoll set (under the poller's lifecycle lock, first add only).
+    let isRegistered = Atomic<Bool>(false)
+    /// Whether the loop took the descriptor out of its epoll set while no mode of the source is running.
+    nonisolated(unsafe) var isParked = false
+
+    private static let generations = Atomic<UInt32>(0)
+
+    /// Creates a source watching `descriptor`.
+    ///
+    /// - Parameters:
+    ///   - descriptor: An open descriptor that supports readiness (a pipe, socket, eventfd, terminal, ...).
+    ///   - events: The conditions to watch; default ``Events/readable``.
+    ///   - order: Among descriptors ready in the same pass, lower orders are handled first. Default 0.
+    ///   - handler: Called on the loop's thread with the conditions that hold.
+    /// - Throws: ``LoopError/Code/badDescriptor`` when `descriptor` is not open.
+    public init(
+        descriptor: CInt,
+        events: Events = .readable,
+        order: Int = 0,
+        handler: @escaping @Sendable (Events) -> Void
+    ) throws(LoopError) {
+        guard FileDescriptorCalls.isOpen(descriptor) else {
+            throw LoopError(.badDescriptor, errno: EBADF, message: "descriptor \(descriptor) is not open")
+        }
+        self.descriptor = descriptor
+        self.events = events.intersection([.readable, .writable])
+        self.order = order
+        self.handler = handler
+        var next = Self.generations.add(1, ordering: .relaxed).newValue
+        if next == 0 { next = Self.generations.add(1, ordering: .relaxed).newValue }
+        self.generation = next
+    }
+
+    /// The tag of this source's epoll reports: generation in the high half, descriptor in the low half.
+    var epollTag: UInt64 {
+        UInt64(generation) << 32 | UInt64(UInt32(bitPattern: descriptor))
+    }
+
+    /// Whether the source can still be added and handled. Safe from any thread.
+    public var isValid: Bool { core.isValid }
+
+    /// Stops watching for good: removes the source from every mode and its descriptor from the loop's epoll set.
+    /// Safe from any thread.
+    ///
+    /// After it returns no new handler call starts. Call it before closing the descriptor.
+    public func invalidate() {
+        guard core.markInvalid() else { return }
+        core.owner.load()?.detachEverywhere(.descriptor(self))
+    }
+}

@@ -1,0 +1,142 @@
+import Synchronization
+
+/// A one-shot or repeating timer on a loop's monotonic clock (CF's run-loop timer).
+///
+/// A timer fires no earlier than its fire time and, when the loop is free, no later than fire time plus
+/// ``tolerance``; the loop uses that slack to serve several timers with one wake-up. A repeating timer whose
+/// fire times were missed (a long callout, a mode that was not running) fires once and then keeps to its
+/// original grid: missed times are skipped, never piled up. A one-shot timer is invalidated after it fires.
+///
+/// Threading: ``setNextFireTime(_:)``, ``invalidate()``, ``nextFireTime`` and ``isValid`` are safe from any thread;
+/// the handler runs on the loop's thread. A timer belongs to at most one loop, in any number of its modes.
+///
+/// Differences from CF: the tolerance is honoured (CF on Linux ignores it), and re-arming from inside the
+/// handler also works for a one-shot timer (CF ignores it there).
+public final class LoopTimer: @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined.
+    /// The longest interval or tolerance accepted: CF's limit, about 16 years.
+    public static let maximumInterval: Duration = .seconds(504_911_232)
+
+    /// The repeat interval, or `nil` for a one-shot timer.
+    public let interval: Duration?
+    /// How late the timer may fire to share a wake-up with others (clamped to half the interval when repeating).
+    public let tolerance: Duration
+    /// Kept for CF parity and shown in descriptions; like CF, firing order does not depend on it.
+    public let order: Int
+
+    let core = ItemCore()
+    let handler: @Sendable (LoopTimer) -> Void
+    let intervalNanoseconds: Int64
+    let toleranceNanoseconds: Int64
+    /// The next fire time in monotonic nanoseconds; written on the loop's thread (or before the timer is added).
+    private let deadlineStorage: Atomic<Int64>
+
+    enum State {
+        /// In no heap: never added, removed from every mode, or invalidated.
+        case idle
+        /// In the owner's heap.
+        case scheduled
+        /// Taken from the heap by the pass about to fire it.
+        case due
+        /// Its handler is running.
+        case firing
+        /// Due while none of its modes was running; waits for one of them.
+        case parked
+    }
+
+    // Loop-thread confined state.
+    nonisolated(unsafe) var state = State.idle
+    nonisolated(unsafe) var heapIndex = -1
+    /// Tie-breaker among equal fire times: insertion order.
+    nonisolated(unsafe) var sequence: UInt64 = 0
+    /// Fire time plus tolerance: the heap key and the latest time the loop must wake for it.
+    nonisolated(unsafe) var latest: Int64 = 0
+
+    /// Creates a timer that first fires at `fireTime`.
+    ///
+    /// A fire time in the past makes the timer fire as soon as it is added to a running mode.
+    /// - Parameters:
+    ///   - fireTime: The first fire time.
+    ///   - interval: The repeat interval; `nil` for a one-shot timer.
+    ///   - tolerance: How late the timer may fire; default zero.
+    ///   - order: Shown in descriptions; does not affect firing order (as in CF).
+    ///   - handler: Called on the loop's thread with the timer.
+    /// - Throws: ``LoopError/Code/invalidInterval`` for an interval that is zero, negative or above
+    ///   ``maximumInterval``; ``LoopError/Code/invalidTolerance`` for a negative or too large tolerance.
+    public init(
+        fireAt fireTime: Loop.Instant,
+        repeating interval: Duration? = nil,
+        tolerance: Duration = .zero,
+        order: Int = 0,
+        handler: @escaping @Sendable (LoopTimer) -> Void
+    ) throws(LoopError) {
+        if let interval, interval <= .zero || interval > Self.maximumInterval {
+            throw LoopError(.invalidInterval, message: "a repeat interval must be in (0, 16 years], got \(interval)")
+        }
+        if tolerance < .zero || tolerance > Self.maximumInterval {
+            throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
+        }
+        let intervalNanoseconds = max(interval?.saturatingNanoseconds ?? 0, interval == nil ? 0 : 1)
+        var toleranceNanoseconds = tolerance.saturatingNanoseconds
+        if interval != nil { toleranceNanoseconds = min(toleranceNanoseconds, intervalNanoseconds / 2) }
+        self.interval = interval
+        self.tolerance = .nanoseconds(toleranceNanoseconds)
+        self.order = order
+        self.handler = handler
+        self.intervalNanoseconds = intervalNanoseconds
+        self.toleranceNanoseconds = toleranceNanoseconds
+        self.deadlineStorage = Atomic(fireTime.nanoseconds)
+    }
+
+    /// Creates a timer that first fires `delay` from now; see ``init(fireAt:repeating:tolerance:order:handler:)``.
+    public convenience init(
+        after delay: Duration,
+        repeating interval: Duration? = nil,
+        tolerance: Duration = .zero,
+        order: Int = 0,
+        handler: @escaping @Sendable (LoopTimer) -> Void
+    ) throws(LoopError) {
+        try self.init(
+            fireAt: .now + delay,
+            repeating: interval,
+            tolerance: tolerance,
+            order: order,
+            handler: handler
+        )
+    }
+
+    /// The next time the timer will fire (inside its handler: the time being fired). Safe from any thread.
+    public var nextFireTime: Loop.Instant { Loop.Instant(nanoseconds: deadline) }
+
+    var deadline: Int64 {
+        get { deadlineStorage.load(ordering: .relaxed) }
+        set { deadlineStorage.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Whether the timer can still fire. Safe from any thread.
+    public var isValid: Bool { core.isValid }
+
+    /// Whether the timer repeats.
+    public var repeats: Bool { interval != nil }
+
+    /// Moves the next fire time to `fireTime`. Safe from any thread.
+    ///
+    /// From inside the handler this also re-arms a one-shot timer. On another thread than the loop's, the
+    /// change reaches the loop at its next pass, and the loop is woken to make it. An invalid timer ignores it.
+    public func setNextFireTime(_ fireTime: Loop.Instant) {
+        guard core.isValid else { return }
+        guard let loop = core.owner.load() else {
+            deadline = fireTime.nanoseconds
+            return
+        }
+        loop.reschedule(self, at: fireTime.nanoseconds)
+    }
+
+    /// Stops the timer for good and removes it from every mode of its loop. Safe from any thread.
+    ///
+    /// After it returns no new firing starts (one already running on the loop's thread finishes). From inside
+    /// the handler it prevents any repeat.
+    public func invalidate() {
+        guard core.markInvalid() else { return }
+        core.owner.load()?.detachEverywhere(.timer(self))
+    }
+}

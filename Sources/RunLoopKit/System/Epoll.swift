@@ -1,0 +1,74 @@
+import CRunLoopShims
+import Glibc
+
+/// The epoll calls, each wrapped once.
+enum Epoll {
+    /// Readiness bits as the kernel reports them, with the C spellings' values.
+    struct Events: OptionSet, Sendable {
+        let rawValue: UInt32
+        static let input = Events(rawValue: EPOLLIN.rawValue)
+        static let output = Events(rawValue: EPOLLOUT.rawValue)
+        static let error = Events(rawValue: EPOLLERR.rawValue)
+        static let hangUp = Events(rawValue: EPOLLHUP.rawValue)
+        static let readHangUp = Events(rawValue: EPOLLRDHUP.rawValue)
+        static let edgeTriggered = Events(rawValue: EPOLLET.rawValue)
+    }
+
+    /// Creates a close-on-exec epoll instance.
+    ///
+    /// The corresponding C call is `epoll_create1(2)`.
+    static func create() throws(SystemError) -> CInt {
+        try retryingOnInterrupt("epoll_create1") { epoll_create1(CInt(EPOLL_CLOEXEC)) }
+    }
+
+    /// Adds `descriptor` to the set with `events`, tagging its reports with `data`.
+    ///
+    /// The corresponding C call is `epoll_ctl(2)` with `EPOLL_CTL_ADD`.
+    static func add(_ epoll: CInt, _ descriptor: CInt, events: Events, data: UInt64) throws(SystemError) {
+        try control(epoll, EPOLL_CTL_ADD, descriptor, events: events, data: data)
+    }
+
+    /// Changes the events and tag of a descriptor already in the set.
+    ///
+    /// The corresponding C call is `epoll_ctl(2)` with `EPOLL_CTL_MOD`.
+    static func modify(_ epoll: CInt, _ descriptor: CInt, events: Events, data: UInt64) throws(SystemError) {
+        try control(epoll, EPOLL_CTL_MOD, descriptor, events: events, data: data)
+    }
+
+    /// Removes `descriptor` from the set.
+    ///
+    /// The corresponding C call is `epoll_ctl(2)` with `EPOLL_CTL_DEL`.
+    static func remove(_ epoll: CInt, _ descriptor: CInt) throws(SystemError) {
+        try control(epoll, EPOLL_CTL_DEL, descriptor, events: [], data: 0)
+    }
+
+    private static func control(
+        _ epoll: CInt,
+        _ operation: CInt,
+        _ descriptor: CInt,
+        events: Events,
+        data: UInt64
+    ) throws(SystemError) {
+        var event = epoll_event()
+        event.events = events.rawValue
+        event.data.u64 = data
+        _ = try retryingOnInterrupt("epoll_ctl") { epoll_ctl(epoll, operation, descriptor, &event) }
+    }
+
+    /// Waits for readiness, filling `buffer`; answers how many entries were filled.
+    ///
+    /// `timeoutMilliseconds` is 0 (poll) or -1 (block): the loop keeps every deadline in its timerfd,
+    /// so an `EINTR` can simply be retried without recomputing a remaining timeout.
+    /// The corresponding C call is `epoll_wait(2)`.
+    @inline(never)
+    static func wait(
+        _ epoll: CInt,
+        into buffer: UnsafeMutableBufferPointer<epoll_event>,
+        timeoutMilliseconds: CInt
+    ) throws(SystemError) -> Int {
+        let count = try retryingOnInterrupt("epoll_wait") {
+            epoll_wait(epoll, buffer.baseAddress, CInt(buffer.count), timeoutMilliseconds)
+        }
+        return Int(count)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Glibc
+import RunLoopKit
+import Synchronization
+
+/// A thread-safe list of events, for asserting the order of callouts.
+final class Recorder<Element: Sendable>: Sendable {
+    private let storage = Mutex<[Element]>([])
+
+    func append(_ element: Element) { storage.withLock { $0.append(element) } }
+    var all: [Element] { storage.withLock { $0 } }
+    var count: Int { storage.withLock { $0.count } }
+    func removeAll() { storage.withLock { $0.removeAll() } }
+}
+
+/// A thread-safe counter.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    @discardableResult func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
+    var current: Int { value.load(ordering: .relaxed) }
+}
+
+/// A box for handing a value out of another thread.
+final class Box<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value?>
+    init(_ value: Value? = nil) { storage = Mutex(value) }
+    var value: Value? {
+        get { storage.withLock { $0 } }
+        set { storage.withLock { $0 = newValue } }
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes; answers whether it held. Never a fixed sleep.
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(200)
+    }
+    return condition()
+}
+
+/// A started thread that can be joined.
+final class TestThread: @unchecked Sendable {
+    private var thread: pthread_t
+    private final class Body {
+        let run: () -> Void
+        init(_ run: @escaping () -> Void) { self.run = run }
+    }
+
+    /// Starts `body` on a new thread.
+    init(_ body: @escaping @Sendable () -> Void) {
+        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        var thread = pthread_t()
+        let status = pthread_create(&thread, nil, { pointer in
+            let body = Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue()
+            body.run()
+            return nil
+        }, context)
+        precondition(status == 0)
+        self.thread = thread
+    }
+
+    func join() { pthread_join(thread, nil) }
+}
+
+/// Starts a thread that makes its loop, hands it over, runs `body(loop)` and exits; answers the loop and thread.
+func startLoopThread(_ body: @escaping @Sendable (Loop) -> Void) -> (Loop, TestThread) {
+    let box = Box<Loop>()
+    let thread = TestThread {
+        let loop = Loop.current
+        box.value = loop
+        body(loop)
+    }
+    _ = waitUntil { box.value != nil }
+    return (box.value!, thread)
+}
+
+/// A pipe whose ends are closed when the value goes away.
+final class Pipe: Sendable {
+    let readEnd: CInt
+    let writeEnd: CInt
+    init() {
+        var fds: [CInt] = [0, 0]
+        precondition(pipe(&fds) == 0)
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+        readEnd = fds[0]
+        writeEnd = fds[1]
+    }
+    func write(_ byte: UInt8 = 1) { var b = byte; _ = Glibc.write(writeEnd, &b, 1) }
+    func drain() { var buffer = [UInt8](repeating: 0, count: 4096); while Glibc.read(readEnd, &buffer, 4096) > 0 {} }
+    func close() { Glibc.close(readEnd); Glibc.close(writeEnd) }
+}
+
+/// The number of open descriptors of this process.
+func openDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
