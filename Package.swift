@@ -4,7 +4,9 @@ import PackageDescription
 let package = Package(
     name: "RunLoopKit",
     products: [
-        .library(name: "RunLoopKit", targets: ["RunLoopKit"])
+        .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
+        .executable(name: "loop-demo", targets: ["loop-demo"]),
+        .executable(name: "loop-bench", targets: ["loop-bench"]),
     ],
     targets: [
         // The Glibc module does not expose epoll, eventfd or timerfd: this target only includes their headers.
@@ -12,6 +14,16 @@ let package = Package(
         .target(
             name: "RunLoopKit",
             dependencies: ["CRunLoopShims"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "loop-demo",
+            dependencies: ["RunLoopKit"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "loop-bench",
+            dependencies: ["RunLoopKit"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(

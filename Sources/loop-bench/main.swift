@@ -1,0 +1,1 @@
+print("loop-bench: workloads coming")

@@ -1,0 +1,1 @@
+print("loop-demo: scenarios coming")
