@@ -35,7 +35,7 @@ enum LoopRegistry {
             return pointer == Unmanaged.passUnretained(loop).toOpaque()
         }
         // The main loop may have been created by another thread before the main thread touched it.
-        if ThreadIdentity.isMainThread, loop === main() {
+        if loop.isMain, ThreadIdentity.isMainThread {
             install(loop)
             return true
         }

@@ -1,0 +1,40 @@
+extension Loop: CustomStringConvertible {
+    /// A readable account of the loop for debugging: its thread, state, and each mode with its items.
+    ///
+    /// On the loop's own thread it lists every mode and item (sources with order and signalled state, timers with
+    /// next fire time, interval and tolerance, observers with activities, descriptor sources with descriptor and
+    /// events). From another thread, where the items cannot be read safely, it gives the summary line only.
+    public var description: String {
+        var text = "Loop(thread \(threadID)\(isMain ? ", main" : "")"
+        if terminated.load(ordering: .relaxed) { return text + ", terminated)" }
+        text += ", \(isWaiting ? "waiting" : "awake")"
+        if let mode = currentMode { text += ", running \(mode)" }
+        text += ")"
+        guard isCurrent else { return text }
+        applyChanges()
+        text += "\n  common modes: \(commonModeNames.map(\.name).sorted().joined(separator: ", "))"
+        for state in modeList {
+            text += "\n  mode \(state.name)\(state === currentModeState ? " (current)" : ""):"
+            if state.hasNoItems && state.observers.isEmpty { text += " empty" }
+            for source in state.sources.values.sorted(by: { $0.order < $1.order }) {
+                text += "\n    source order \(source.order)\(source.isSignalled ? ", signalled" : "")"
+            }
+            for source in state.descriptorSources.values.sorted(by: { $0.descriptor < $1.descriptor }) {
+                text += "\n    descriptor \(source.descriptor) \(source.events) order \(source.order)"
+                if source.isParked { text += ", parked" }
+            }
+            for timer in state.timers.values.sorted(by: { $0.deadline < $1.deadline }) {
+                text += "\n    timer next \(timer.nextFireTime)"
+                if let interval = timer.interval { text += ", every \(interval)" }
+                if timer.tolerance > .zero { text += ", tolerance \(timer.tolerance)" }
+            }
+            for observer in state.observers {
+                text += "\n    observer \(observer.activities) order \(observer.order)"
+                if !observer.repeats { text += ", once" }
+            }
+        }
+        let waiting = blocks.count
+        if waiting > 0 { text += "\n  blocks waiting: \(waiting)" }
+        return text
+    }
+}
