@@ -121,6 +121,9 @@ extension Loop {
         guard !terminated.load(ordering: .acquiring) else {
             throw LoopError(.loopTerminated, message: "the loop's thread has exited")
         }
+        guard !createdBeforeFork else {
+            throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
+        }
         if case .descriptor(let source) = item, !source.isRegistered.load(ordering: .acquiring) {
             try register(source)
         }
@@ -298,26 +301,26 @@ extension Loop {
         parkedDescriptorSources.removeAll { $0 === source }
         guard registrations[source.descriptor] === source else { return }
         registrations[source.descriptor] = nil
-        if !source.isParked { poller.unregister(source.descriptor) }
+        poller.unregister(source.descriptor)  // A parked descriptor is still in the set, suspended.
         source.isParked = false
     }
 
-    /// Takes a ready descriptor out of the epoll set while none of its modes runs (level-triggered readiness
-    /// would otherwise wake the loop again and again). Loop thread only.
+    /// Suspends a ready descriptor's reports while none of its modes runs (level-triggered readiness would
+    /// otherwise wake the loop again and again). It stays in the epoll set, so that if it is closed meanwhile the
+    /// kernel drops it and ``unpark(_:)`` cannot mistake a new file with the same number for it. Loop thread only.
     func park(_ source: FileDescriptorSource) {
         guard !source.isParked else { return }
-        poller.unregister(source.descriptor)
+        poller.suspend(source.descriptor, tag: source.epollTag)
         source.isParked = true
         parkedDescriptorSources.append(source)
     }
 
-    /// Puts a parked descriptor back in the epoll set; one that was closed meanwhile invalidates its source.
+    /// Resumes a parked descriptor's reports; one that was closed meanwhile (its number perhaps reused) invalidates
+    /// its source.
     func unpark(_ source: FileDescriptorSource) {
         source.isParked = false
-        do {
-            try poller.register(source.descriptor, events: source.events.epollEvents, tag: source.epollTag)
-        } catch {
-            registrations[source.descriptor] = nil
+        if !poller.resume(source.descriptor, events: source.events.epollEvents, tag: source.epollTag) {
+            if registrations[source.descriptor] === source { registrations[source.descriptor] = nil }
             source.invalidate()
         }
     }

@@ -24,7 +24,9 @@ extension Loop {
     ///   - returnAfterSourceHandled: Return after the first pass that performed a custom source or handled a
     ///     descriptor source (timers, blocks and wake-ups do not count, as in CF).
     /// - Returns: ``RunResult/finished`` at once, without entry or exit observers, if the mode has no sources,
-    ///   descriptor sources, timers or blocks; otherwise why the run ended.
+    ///   descriptor sources, timers or blocks; otherwise why the run ended. A mode that becomes empty during a
+    ///   pass (its last block ran, say) ends the run with ``RunResult/finished`` after that pass without sleeping
+    ///   (CF sleeps until the time limit, then answers ``RunResult/timedOut``).
     @discardableResult
     public func run(in mode: Mode, for duration: Duration, returnAfterSourceHandled: Bool = false) -> RunResult {
         preconditionOnLoopThread("run(in:for:returnAfterSourceHandled:)")
@@ -43,9 +45,10 @@ extension Loop {
     /// `CFRunLoopRunSpecific`: checks the mode, brackets the passes with entry and exit, restores the outer run.
     private func run(mode name: Mode, deadline: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
         precondition(!terminated.load(ordering: .acquiring), "RunLoopKit: running a loop whose thread has exited")
+        precondition(!createdBeforeFork, ForkGuard.message)
         guard name != .common else { return .finished }
         applyChanges()
-        guard let state = modesByName[name], !isEmpty(state) else { return .finished }
+        guard let state = modesByName[name] ?? modeNamedByPendingBlock(name), !isEmpty(state) else { return .finished }
 
         let outerMode = currentModeState
         let outerDeadline = runDeadline
@@ -84,7 +87,8 @@ extension Loop {
             var handledSource = performSignalledSources(onlyOne: returnAfterSourceHandled)
             if handledSource { runBlocks() }
 
-            let poll = handledSource || pollOnce
+            // An empty mode has nothing to sleep for (CF sleeps until the deadline): poll, then finish.
+            let poll = handledSource || pollOnce || isEmpty(state)
             let eventCount = waitForEvents(poll: poll)
             fireDueTimers()
             if handleReadyDescriptors(count: eventCount) { handledSource = true }
@@ -101,6 +105,18 @@ extension Loop {
     func isEmpty(_ state: ModeState) -> Bool {
         guard state.hasNoItems else { return false }
         return !blocks.contains { matches($0.modes, state) }
+    }
+
+    /// The mode `name` created because a pending block names it (CF creates a block's modes when it is queued;
+    /// creating them here keeps ``perform(in:_:)`` free of dictionary work).
+    private func modeNamedByPendingBlock(_ name: Mode) -> ModeState? {
+        let named = blocks.contains { block in
+            switch block.modes {
+            case .one(let mode): mode == name
+            case .many(let modes): modes.contains(name)
+            }
+        }
+        return named ? mode(named: name) : nil
     }
 
     /// Puts back in play what was set aside while `state` was not running: parked timers and descriptors.

@@ -178,8 +178,10 @@ public final class Loop: @unchecked Sendable {
     func preconditionOnLoopThread(_ call: StaticString = #function) {
         precondition(
             isCurrent,
-            "RunLoopKit: Loop.\(call) must be called on the loop's own thread (loop of thread \(threadID), "
-                + "called from thread \(ThreadIdentity.currentThreadID()))"
+            createdBeforeFork
+                ? ForkGuard.message
+                : "RunLoopKit: Loop.\(call) must be called on the loop's own thread (loop of thread \(threadID), "
+                    + "called from thread \(ThreadIdentity.currentThreadID()))"
         )
     }
 

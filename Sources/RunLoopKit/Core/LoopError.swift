@@ -30,6 +30,10 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidTolerance = Code("invalidTolerance")
         /// Running the ``Loop/Mode/common`` pseudo-mode, which names a set of modes, not one.
         public static let invalidMode = Code("invalidMode")
+        /// An argument outside its documented range, e.g. a helper's batch size below one.
+        public static let invalidArgument = Code("invalidArgument")
+        /// The ``LoopThread`` was stopped (or is stopping) and accepts no more work.
+        public static let threadStopped = Code("threadStopped")
         /// A system call failed for a reason not listed above; see ``LoopError/errno``.
         public static let systemCallFailed = Code("systemCallFailed")
 

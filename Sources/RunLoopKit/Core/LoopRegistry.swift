@@ -8,7 +8,7 @@ import Synchronization
 /// global dictionary by `pthread_t`). The main thread's loop also sits in a global, so other threads reach it.
 enum LoopRegistry {
     /// The slot; its destructor tears the thread's loop down when the thread exits.
-    private static let key: pthread_key_t = {
+    static let key: pthread_key_t = {
         var key = pthread_key_t()
         let status = pthread_key_create(&key) { pointer in
             guard let pointer else { return }
@@ -35,7 +35,7 @@ enum LoopRegistry {
             return pointer == Unmanaged.passUnretained(loop).toOpaque()
         }
         // The main loop may have been created by another thread before the main thread touched it.
-        if loop.isMain, ThreadIdentity.isMainThread {
+        if loop.isMain, ThreadIdentity.isMainThread, !loop.createdBeforeFork {
             install(loop)
             return true
         }
@@ -53,7 +53,7 @@ enum LoopRegistry {
     /// The main thread's loop, created on first use from any thread.
     static func main() -> Loop {
         mainLoop.withLock { loop in
-            if let loop { return loop }
+            if let loop, !loop.createdBeforeFork { return loop }  // A child of fork() gets a main loop of its own.
             let created = Loop.makeForMainThread()
             loop = created
             return created

@@ -17,6 +17,8 @@ final class Poller: Sendable {
     let wakeUpDescriptor: CInt
     let timerDescriptor: CInt
 
+    /// The process generation the descriptors belong to (see ``ForkGuard``): a child of `fork()` never uses them.
+    let forkGeneration = ForkGuard.generationForNewLoop()
     /// True while the loop sleeps, or is about to, in `epoll_wait`: wakers write the eventfd only then.
     let isWaiting = Atomic<Bool>(false)
     /// True once a waker has claimed the single eventfd write this sleep needs; cleared after waking.
@@ -74,6 +76,7 @@ final class Poller: Sendable {
     @inline(__always)
     func wakeIfSleeping() {
         guard isWaiting.load(ordering: .sequentiallyConsistent) else { return }
+        guard !ForkGuard.isStale(forkGeneration) else { return }  // The parent's eventfd: never wake it from a child.
         guard !wakeUpPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
         lifecycle.withLock { isOpen in
             guard isOpen else { return }
@@ -118,6 +121,31 @@ final class Poller: Sendable {
             return  // Closed before it was removed: the kernel already dropped it.
         } catch {
             fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
+        }
+    }
+
+    /// Stops reports for `descriptor` but keeps it in the set, so the kernel still drops it if it is closed: at
+    /// most one more report (a hang-up or error, which epoll always reports) comes, then none until
+    /// ``resume(_:events:tag:)``. Loop thread only.
+    func suspend(_ descriptor: CInt, tag: UInt64) {
+        do {
+            try Epoll.modify(epoll, descriptor, events: .oneShot, data: tag)
+        } catch where error.errno == EBADF || error.errno == ENOENT {
+            return  // Closed meanwhile: ``resume(_:events:tag:)`` will fail and say so.
+        } catch {
+            fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_MOD) on the loop's own set failed: \(error)")
+        }
+    }
+
+    /// Restores reports for a suspended descriptor; answers false when the descriptor left the set meanwhile
+    /// (it was closed, and its number may now name another file, which must not be watched in its place).
+    /// Loop thread only.
+    func resume(_ descriptor: CInt, events: Epoll.Events, tag: UInt64) -> Bool {
+        do {
+            try Epoll.modify(epoll, descriptor, events: events, data: tag)
+            return true
+        } catch {
+            return false
         }
     }
 

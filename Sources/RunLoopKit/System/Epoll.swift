@@ -12,6 +12,7 @@ enum Epoll {
         static let hangUp = Events(rawValue: EPOLLHUP.rawValue)
         static let readHangUp = Events(rawValue: EPOLLRDHUP.rawValue)
         static let edgeTriggered = Events(rawValue: EPOLLET.rawValue)
+        static let oneShot = Events(rawValue: EPOLLONESHOT.rawValue)
     }
 
     /// Creates a close-on-exec epoll instance.
