@@ -1,0 +1,341 @@
+import Foundation
+import Glibc
+import RunLoopKit
+import Synchronization
+import Testing
+
+/// Descriptor sources: readiness kinds, per-pass handling, modes, errors, and descriptor-number reuse.
+@Suite struct FileDescriptorSourceTests {
+    @Test func readablePipeCallsTheHandlerOnTheLoopThread() {
+        let calls = Recorder<String>()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let sourceBox = Box<FileDescriptorSource>()
+        let running = ItemsSupport.startRunningLoop { loop in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { events in
+                calls.append("\(events) \(Loop.current === loop)")
+                pipe.drain()
+            }
+            try! loop.add(source)
+            sourceBox.value = source
+        }
+        #expect(waitUntil { running.loop.isWaiting })
+        pipe.write()
+        #expect(waitUntil { calls.count == 1 })
+        sourceBox.value?.invalidate()
+        running.finish()
+        #expect(calls.all == ["readable true"])
+    }
+
+    @Test func writablePipeEndReportsWritable() {
+        let events = Recorder<FileDescriptorSource.Events>()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        ItemsSupport.onLoopThread { loop in
+            let box = Box<FileDescriptorSource>()
+            let source = try! FileDescriptorSource(descriptor: pipe.writeEnd, events: .writable) { ready in
+                events.append(ready)
+                box.value?.invalidate()
+            }
+            box.value = source
+            try! loop.add(source)
+            ItemsSupport.run(loop, timeout: .seconds(5)) { events.count > 0 }
+        }
+        #expect(events.all.count == 1)
+        #expect(events.all.first?.contains(.writable) == true)
+    }
+
+    @Test func closingTheWriteEndReportsHangUp() {
+        let events = Recorder<FileDescriptorSource.Events>()
+        let pipe = Pipe()
+        defer { Glibc.close(pipe.readEnd) }
+        let sourceBox = Box<FileDescriptorSource>()
+        let running = ItemsSupport.startRunningLoop { loop in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { ready in
+                events.append(ready)
+                sourceBox.value?.invalidate()  // Level-triggered: a hang-up stays; stop watching.
+            }
+            try! loop.add(source)
+            sourceBox.value = source
+        }
+        #expect(waitUntil { running.loop.isWaiting })
+        Glibc.close(pipe.writeEnd)
+        #expect(waitUntil { events.count == 1 })
+        running.finish()
+        #expect(events.all.count == 1)
+        #expect(events.all.first?.contains(.hangUp) == true)
+    }
+
+    @Test func everyReadyDescriptorIsHandledInTheSamePassLowerOrderFirst() {
+        let events = Recorder<String>()
+        let pipes = [Pipe(), Pipe(), Pipe()]
+        defer { for pipe in pipes { pipe.close() } }
+        ItemsSupport.onLoopThread { loop in
+            let orders = [2, 0, 1]
+            var sources: [FileDescriptorSource] = []
+            for (index, pipe) in pipes.enumerated() {
+                let name = "order\(orders[index])"
+                let source = try! FileDescriptorSource(descriptor: pipe.readEnd, order: orders[index]) { _ in
+                    events.append(name)
+                    pipe.drain()
+                }
+                try! loop.add(source)
+                sources.append(source)
+            }
+            let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { events.append("\($0)") }
+            try! loop.add(observer)
+            for pipe in pipes { pipe.write() }
+            ItemsSupport.run(loop, timeout: .seconds(5)) { events.all.filter { $0.hasPrefix("order") }.count >= 3 }
+            for source in sources { source.invalidate() }
+        }
+        let all = events.all
+        let firstHandler = all.firstIndex { $0.hasPrefix("order") }
+        #expect(firstHandler != nil)
+        guard let firstHandler else { return }
+        // The three handlers sit together, right after one afterWaiting and before the next beforeWaiting.
+        #expect(all[firstHandler - 1] == "afterWaiting")
+        #expect(Array(all[firstHandler..<min(firstHandler + 3, all.count)]) == ["order0", "order1", "order2"])
+        #expect(all.filter { $0.hasPrefix("order") }.count == 3)
+    }
+
+    @Test func aDescriptorLeftReadyIsHandledAgainOnTheNextPass() {
+        let calls = Counter()
+        let results = Recorder<Loop.RunResult>()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        ItemsSupport.onLoopThread { loop in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in calls.increment() }
+            try! loop.add(source)
+            pipe.write()
+            for _ in 0..<3 {
+                results.append(loop.run(in: .default, for: .seconds(5), returnAfterSourceHandled: true))
+            }
+            source.invalidate()
+        }
+        #expect(calls.current == 3)
+        #expect(results.all == [.handledSource, .handledSource, .handledSource])
+    }
+
+    @Test func sourceInAModeNotRunningWaitsForItsModeWithoutSpinning() {
+        let calls = Recorder<String>()
+        let passes = Counter()
+        let results = Recorder<Loop.RunResult>()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        ItemsSupport.onLoopThread { loop in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { events in
+                calls.append("\(events) \(loop.currentMode?.name ?? "-")")
+                pipe.drain()
+            }
+            try! loop.add(source, to: "other")
+            try! loop.add(ItemsSupport.keepAlive())
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in passes.increment() })
+            pipe.write()
+            results.append(loop.run(in: .default, for: .milliseconds(300)))
+            results.append(loop.run(in: "other", for: .seconds(5), returnAfterSourceHandled: true))
+            source.invalidate()
+        }
+        #expect(results.all == [.timedOut, .handledSource])
+        #expect(calls.all == ["readable other"])
+        #expect(passes.current <= 5, "the loop spun \(passes.current) passes while the descriptor was ready")
+    }
+
+    @Test func hangUpInAModeNotRunningDoesNotSpinTheLoop() {
+        let calls = Recorder<FileDescriptorSource.Events>()
+        let passes = Counter()
+        let results = Recorder<Loop.RunResult>()
+        let pipe = Pipe()
+        defer { Glibc.close(pipe.readEnd) }
+        ItemsSupport.onLoopThread { loop in
+            let box = Box<FileDescriptorSource>()
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { events in
+                calls.append(events)
+                box.value?.invalidate()
+            }
+            box.value = source
+            try! loop.add(source, to: "other")
+            try! loop.add(ItemsSupport.keepAlive())
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in passes.increment() })
+            Glibc.close(pipe.writeEnd)  // A hang-up is reported whatever events were asked for.
+            results.append(loop.run(in: .default, for: .milliseconds(300)))
+            results.append(loop.run(in: "other", for: .seconds(5), returnAfterSourceHandled: true))
+            source.invalidate()
+        }
+        #expect(results.all == [.timedOut, .handledSource])
+        #expect(calls.all.count == 1 && calls.all.first?.contains(.hangUp) == true)
+        #expect(passes.current <= 5, "the loop spun \(passes.current) passes while the descriptor hung up")
+    }
+
+    @Test func closedDescriptorAtInitThrowsBadDescriptor() {
+        let closed = ItemsSupport.closedDescriptorNumber(slot: 0)
+        var codes: [LoopError.Code] = []
+        for descriptor in [-1, closed] {
+            do throws(LoopError) {
+                _ = try FileDescriptorSource(descriptor: descriptor) { _ in }
+            } catch {
+                codes.append(error.code)
+            }
+        }
+        #expect(codes == [.badDescriptor, .badDescriptor])
+    }
+
+    @Test func descriptorClosedBeforeAddThrowsBadDescriptorAtAdd() {
+        let codes = Recorder<LoopError.Code>()
+        ItemsSupport.onLoopThread { loop in
+            let pipe = Pipe()
+            let high = fcntl(pipe.readEnd, F_DUPFD_CLOEXEC, ItemsSupport.highDescriptorFloor(slot: 9))
+            pipe.close()
+            let source = try! FileDescriptorSource(descriptor: high) { _ in }
+            Glibc.close(high)
+            do throws(LoopError) {
+                try loop.add(source)
+            } catch {
+                codes.append(error.code)
+            }
+        }
+        #expect(codes.all == [.badDescriptor])
+    }
+
+    @Test func regularFileThrowsDescriptorNotPollable() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rlk-\(UUID().uuidString)").path
+        let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        try #require(descriptor >= 0)
+        defer {
+            Glibc.close(descriptor)
+            unlink(path)
+        }
+        let codes = Recorder<LoopError.Code>()
+        ItemsSupport.onLoopThread { loop in
+            let source = try! FileDescriptorSource(descriptor: descriptor) { _ in }
+            do throws(LoopError) {
+                try loop.add(source)
+            } catch {
+                codes.append(error.code)
+            }
+        }
+        #expect(codes.all == [.descriptorNotPollable])
+    }
+
+    @Test func secondSourceOnTheSameDescriptorThrowsAlreadyRegistered() {
+        let codes = Recorder<LoopError.Code>()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        ItemsSupport.onLoopThread { loop in
+            let first = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let second = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            try! loop.add(first)
+            try! loop.add(first, to: "other")  // The same source in another mode is fine.
+            do throws(LoopError) {
+                try loop.add(second)
+            } catch {
+                codes.append(error.code)
+            }
+            first.invalidate()
+        }
+        #expect(codes.all == [.descriptorAlreadyRegistered])
+    }
+
+    @Test func reusedDescriptorNumberNeverReachesTheOldSource() {
+        let calls = Recorder<String>()
+        let validity = Recorder<Bool>()
+        ItemsSupport.onLoopThread { loop in
+            let old = Pipe()
+            let oldSource = try! FileDescriptorSource(descriptor: old.readEnd) { _ in calls.append("old") }
+            try! loop.add(oldSource)
+            try! loop.add(ItemsSupport.keepAlive())
+            loop.run(in: .default, for: .zero)
+            // Close the old read end by putting a new pipe's read end on its number (atomic, so no other test
+            // can take the number in between).
+            let new = Pipe()
+            let number = old.readEnd
+            precondition(dup2(new.readEnd, number) == number)
+            Glibc.close(new.readEnd)
+            let newSource = try! FileDescriptorSource(descriptor: number) { _ in
+                calls.append("new")
+                var buffer = [UInt8](repeating: 0, count: 64)
+                _ = read(number, &buffer, 64)
+            }
+            try! loop.add(newSource)
+            new.write()
+            ItemsSupport.run(loop, timeout: .seconds(5)) { calls.count >= 1 }
+            loop.run(in: .default, for: .milliseconds(50))
+            validity.append(oldSource.isValid)
+            validity.append(newSource.isValid)
+            newSource.invalidate()
+            Glibc.close(number)
+            Glibc.close(new.writeEnd)
+            Glibc.close(old.writeEnd)
+        }
+        #expect(calls.all == ["new"])
+        #expect(validity.all == [false, true])
+    }
+
+    @Test func parkedSourceWhoseDescriptorNumberIsReusedNeverSeesTheNewDescriptor() {
+        let calls = Recorder<String>()
+        let results = Recorder<String>()
+        ItemsSupport.onLoopThread { loop in
+            let old = Pipe()
+            let number = old.readEnd
+            let oldSource = try! FileDescriptorSource(descriptor: number) { _ in calls.append("old") }
+            try! loop.add(oldSource, to: "other")
+            try! loop.add(ItemsSupport.keepAlive())
+            try! loop.add(ItemsSupport.keepAlive(), to: "other")
+            old.write()
+            // Ready while its mode is not running: the loop sets the descriptor aside.
+            loop.run(in: .default, for: .milliseconds(50))
+            // The old read end is closed by putting a new pipe's read end on its number; no source watches it.
+            let new = Pipe()
+            precondition(dup2(new.readEnd, number) == number)
+            Glibc.close(new.readEnd)
+            new.write()
+            results.append("\(loop.run(in: "other", for: .milliseconds(200), returnAfterSourceHandled: true))")
+            results.append("\(oldSource.isValid)")
+            oldSource.invalidate()
+            Glibc.close(number)
+            Glibc.close(new.writeEnd)
+            Glibc.close(old.writeEnd)
+        }
+        #expect(calls.all == [])
+        #expect(results.all == ["timedOut", "false"])
+    }
+
+    @Test func sourceInvalidatedInItsHandlerIsNotCalledAgain() {
+        let calls = Counter()
+        let results = Recorder<Loop.RunResult>()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        ItemsSupport.onLoopThread { loop in
+            let box = Box<FileDescriptorSource>()
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+                calls.increment()
+                box.value?.invalidate()  // Not drained: only invalidation keeps it from being called again.
+            }
+            box.value = source
+            try! loop.add(source)
+            pipe.write()
+            results.append(loop.run(in: .default, for: .seconds(5)))
+        }
+        #expect(calls.current == 1)
+        #expect(results.all == [.finished])
+    }
+
+    @Test func sourceAddedFromAnotherThreadToASleepingLoopIsHandled() {
+        let calls = Recorder<Bool>()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let running = ItemsSupport.startRunningLoop()
+        let loop = running.loop
+        let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            calls.append(Loop.current === loop)
+            pipe.drain()
+        }
+        #expect(waitUntil { loop.isWaiting })
+        try! loop.add(source)
+        #expect(waitUntil { loop.isWaiting })
+        pipe.write()
+        #expect(waitUntil { calls.count == 1 })
+        source.invalidate()
+        running.finish()
+        #expect(calls.all == [true])
+    }
+}

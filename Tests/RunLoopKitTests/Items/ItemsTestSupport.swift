@@ -1,0 +1,107 @@
+import Glibc
+import RunLoopKit
+import Synchronization
+
+/// Helpers shared by the item tests (sources, descriptor sources, timers).
+enum ItemsSupport {
+    /// Generous slack for scheduling delays on a loaded two-core machine.
+    static let slack: Duration = .milliseconds(400)
+
+    /// A flag one thread sets and others read.
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func set() { value.store(true, ordering: .sequentiallyConsistent) }
+        var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+    }
+
+    /// A timer an hour away: keeps a mode from being empty (a run of an empty mode returns at once).
+    static func keepAlive() -> LoopTimer {
+        try! LoopTimer(after: .seconds(3600)) { _ in }
+    }
+
+    /// Runs the calling thread's `loop` in `mode`, in short runs, until `condition` holds or `timeout` passes.
+    ///
+    /// - Returns: Whether the condition held.
+    @discardableResult
+    static func run(
+        _ loop: Loop,
+        in mode: Loop.Mode = .default,
+        timeout: Duration = .seconds(10),
+        until condition: () -> Bool
+    ) -> Bool {
+        let deadline = Loop.Instant.now + timeout
+        while !condition() {
+            guard Loop.Instant.now < deadline else { return false }
+            loop.run(in: mode, for: .milliseconds(20))
+        }
+        return true
+    }
+
+    /// A loop thread running its default mode in long runs until ``finish()``.
+    final class RunningLoop: Sendable {
+        /// The thread's loop.
+        let loop: Loop
+        let thread: TestThread
+        let stopper: LoopSource
+        let done: Flag
+
+        init(loop: Loop, thread: TestThread, stopper: LoopSource, done: Flag) {
+            self.loop = loop
+            self.thread = thread
+            self.stopper = stopper
+            self.done = done
+        }
+
+        /// Stops the loop (through a source, so a stop between two runs is not lost) and joins the thread.
+        func finish() {
+            done.set()
+            stopper.signal()
+            thread.join()
+        }
+    }
+
+    /// Starts a thread whose loop runs its default mode (kept alive by a far timer) in long runs, sleeping for
+    /// real, until ``RunningLoop/finish()`` or `timeout`; `setUp` runs on that thread first.
+    static func startRunningLoop(
+        timeout: Duration = .seconds(20),
+        setUp: @escaping @Sendable (Loop) -> Void = { _ in }
+    ) -> RunningLoop {
+        let done = Flag()
+        let stopper = LoopSource { Loop.current.stop() }
+        let ready = Flag()
+        let (loop, thread) = startLoopThread { loop in
+            try! loop.add(keepAlive())
+            try! loop.add(stopper)
+            setUp(loop)
+            ready.set()
+            let deadline = Loop.Instant.now + timeout
+            while !done.isSet && Loop.Instant.now < deadline {
+                loop.run(in: .default, for: deadline - Loop.Instant.now)
+            }
+        }
+        _ = waitUntil { ready.isSet }
+        return RunningLoop(loop: loop, thread: thread, stopper: stopper, done: done)
+    }
+
+    /// Runs `body` on a fresh thread that owns its own loop, and waits for it to finish.
+    static func onLoopThread(_ body: @escaping @Sendable (Loop) -> Void) {
+        let (_, thread) = startLoopThread(body)
+        thread.join()
+    }
+
+    /// A descriptor floor of its own for each caller (`slot` 0-9): `F_DUPFD` above it gives a number that tests
+    /// running in parallel (which take the lowest free numbers) and other slots never touch.
+    static func highDescriptorFloor(slot: Int) -> CInt {
+        CInt(800 + 10 * slot)
+    }
+
+    /// A descriptor number that is not open and that nothing else will open meanwhile (see
+    /// ``highDescriptorFloor(slot:)``); each caller uses its own `slot`.
+    static func closedDescriptorNumber(slot: Int) -> CInt {
+        let pipe = Pipe()
+        let high = fcntl(pipe.readEnd, F_DUPFD_CLOEXEC, highDescriptorFloor(slot: slot))
+        pipe.close()
+        Glibc.close(high)
+        return high
+    }
+}

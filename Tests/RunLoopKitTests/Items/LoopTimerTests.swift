@@ -1,0 +1,312 @@
+import Glibc
+import RunLoopKit
+import Synchronization
+import Testing
+
+/// Timers: one-shot and repeating firing, the grid, rescheduling, invalidation, modes, errors and ordering.
+@Suite struct LoopTimerTests {
+    /// A fire: the time being fired (``LoopTimer/nextFireTime`` inside the handler) and when the handler ran.
+    struct Fire: Sendable {
+        let scheduled: Loop.Instant
+        let actual: Loop.Instant
+    }
+
+    @Test func oneShotFiresOnceNeverEarlyAndIsInvalidated() {
+        let fires = Recorder<Fire>()
+        let scheduled = Box<Loop.Instant>()
+        let after = Recorder<String>()
+        ItemsSupport.onLoopThread { loop in
+            let timer = try! LoopTimer(after: .milliseconds(50)) { timer in
+                fires.append(Fire(scheduled: timer.nextFireTime, actual: .now))
+            }
+            try! loop.add(timer)
+            scheduled.value = timer.nextFireTime
+            let result = loop.run(in: .default, for: .seconds(5))
+            after.append("\(result) \(timer.isValid)")
+        }
+        #expect(fires.count == 1)
+        guard let fire = fires.all.first, let scheduled = scheduled.value else { return }
+        #expect(fire.scheduled == scheduled)
+        #expect(fire.actual >= scheduled)
+        #expect(fire.actual - scheduled <= ItemsSupport.slack)
+        #expect(after.all == ["finished false"])
+    }
+
+    @Test func repeatingTimerFiresOnItsGrid() {
+        let fires = Recorder<Fire>()
+        let first = Box<Loop.Instant>()
+        ItemsSupport.onLoopThread { loop in
+            let timer = try! LoopTimer(after: .milliseconds(30), repeating: .milliseconds(30)) { timer in
+                fires.append(Fire(scheduled: timer.nextFireTime, actual: .now))
+                if fires.count == 5 { timer.invalidate() }
+            }
+            first.value = timer.nextFireTime
+            try! loop.add(timer)
+            loop.run(in: .default, for: .seconds(5))
+        }
+        let all = fires.all
+        #expect(all.count == 5)
+        guard let first = first.value else { return }
+        var previous: Loop.Instant?
+        for fire in all {
+            #expect(fire.actual >= fire.scheduled)
+            #expect((fire.scheduled.nanoseconds - first.nanoseconds) % 30_000_000 == 0, "off the grid")
+            if let previous { #expect(fire.scheduled > previous) }
+            previous = fire.scheduled
+        }
+        #expect(all.first?.scheduled == first)
+    }
+
+    @Test func longCalloutSkipsMissedFireTimesAndKeepsTheGrid() {
+        let fires = Recorder<Fire>()
+        ItemsSupport.onLoopThread { loop in
+            let timer = try! LoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { timer in
+                fires.append(Fire(scheduled: timer.nextFireTime, actual: .now))
+                if fires.count == 1 { usleep(350_000) }
+                if fires.count == 3 { timer.invalidate() }
+            }
+            try! loop.add(timer)
+            loop.run(in: .default, for: .seconds(5))
+        }
+        let all = fires.all
+        #expect(all.count == 3)
+        guard all.count == 3 else { return }
+        let interval: Int64 = 100_000_000
+        let gap = all[1].scheduled.nanoseconds - all[0].scheduled.nanoseconds
+        // The callout ran until first + 350 ms: the fire times at +100, +200 and +300 ms were skipped, not piled up.
+        #expect(gap % interval == 0)
+        #expect(gap >= 4 * interval)
+        #expect(all[1].actual >= all[0].actual + .milliseconds(350))
+        #expect(all[2].scheduled.nanoseconds - all[1].scheduled.nanoseconds == interval)
+        for fire in all { #expect(fire.actual >= fire.scheduled) }
+    }
+
+    @Test func setNextFireTimeOutsideTheHandlerMovesTheFireEarlierOrLater() {
+        let fires = Recorder<String>()
+        let targets = Recorder<Loop.Instant>()
+        let actuals = Recorder<Loop.Instant>()
+        ItemsSupport.onLoopThread { loop in
+            let earlier = try! LoopTimer(after: .seconds(60)) { _ in
+                fires.append("earlier")
+                actuals.append(.now)
+            }
+            let later = try! LoopTimer(after: .milliseconds(20)) { _ in
+                fires.append("later")
+                actuals.append(.now)
+            }
+            try! loop.add(earlier)
+            try! loop.add(later)
+            let earlierTarget = Loop.Instant.now + .milliseconds(50)
+            let laterTarget = Loop.Instant.now + .milliseconds(250)
+            earlier.setNextFireTime(earlierTarget)
+            later.setNextFireTime(laterTarget)
+            targets.append(earlierTarget)
+            targets.append(laterTarget)
+            loop.run(in: .default, for: .seconds(5))
+        }
+        #expect(fires.all == ["earlier", "later"])
+        let t = targets.all
+        let a = actuals.all
+        guard t.count == 2, a.count == 2 else { return }
+        #expect(a[0] >= t[0] && a[0] - t[0] <= ItemsSupport.slack)
+        #expect(a[1] >= t[1] && a[1] - t[1] <= ItemsSupport.slack)
+    }
+
+    @Test func setNextFireTimeInsideTheHandlerReArmsAOneShotTimer() {
+        let fires = Recorder<Fire>()
+        let rearmedFor = Box<Loop.Instant>()
+        let after = Recorder<String>()
+        ItemsSupport.onLoopThread { loop in
+            let timer = try! LoopTimer(after: .milliseconds(10)) { timer in
+                fires.append(Fire(scheduled: timer.nextFireTime, actual: .now))
+                if fires.count == 1 {
+                    let next = Loop.Instant.now + .milliseconds(30)
+                    rearmedFor.value = next
+                    timer.setNextFireTime(next)
+                }
+            }
+            try! loop.add(timer)
+            let result = loop.run(in: .default, for: .seconds(5))
+            after.append("\(result) \(timer.isValid)")
+        }
+        #expect(fires.count == 2)
+        guard fires.count == 2, let rearmedFor = rearmedFor.value else { return }
+        #expect(fires.all[1].scheduled == rearmedFor)
+        #expect(fires.all[1].actual >= rearmedFor)
+        #expect(after.all == ["finished false"])
+    }
+
+    @Test func setNextFireTimeFromAnotherThreadWakesTheSleepingLoop() {
+        let fired = Box<Loop.Instant>()
+        let timerBox = Box<LoopTimer>()
+        let (loop, thread) = startLoopThread { loop in
+            let timer = try! LoopTimer(after: .seconds(60)) { _ in
+                fired.value = .now
+                loop.stop()
+            }
+            try! loop.add(timer)
+            timerBox.value = timer
+            loop.run(in: .default, for: .seconds(10))  // One long run: the loop really sleeps.
+        }
+        #expect(waitUntil { timerBox.value != nil && loop.isWaiting })
+        let target = Loop.Instant.now + .milliseconds(100)
+        timerBox.value?.setNextFireTime(target)
+        thread.join()
+        #expect(fired.value != nil)
+        guard let actual = fired.value else { return }
+        #expect(actual >= target)
+        #expect(actual - target <= ItemsSupport.slack)
+    }
+
+    @Test func invalidatingInsideTheHandlerStopsRepeats() {
+        let fires = Counter()
+        let results = Recorder<Loop.RunResult>()
+        ItemsSupport.onLoopThread { loop in
+            let timer = try! LoopTimer(after: .milliseconds(10), repeating: .milliseconds(10)) { timer in
+                if fires.increment() == 3 { timer.invalidate() }
+            }
+            try! loop.add(timer)
+            results.append(loop.run(in: .default, for: .seconds(5)))
+        }
+        #expect(fires.current == 3)
+        #expect(results.all == [.finished])  // Nothing left in the mode once the timer is gone.
+    }
+
+    @Test func invalidatedOnTheLoopThreadNeverFiresAgain() {
+        let invalidated = ItemsSupport.Flag()
+        let lateFires = Counter()
+        let fires = Counter()
+        ItemsSupport.onLoopThread { loop in
+            let repeating = try! LoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in
+                fires.increment()
+                if invalidated.isSet { lateFires.increment() }
+            }
+            // Due at the same times as the repeating timer now and then, so some passes have both due.
+            let killer = try! LoopTimer(after: .milliseconds(50)) { _ in
+                repeating.invalidate()
+                invalidated.set()
+            }
+            try! loop.add(repeating)
+            try! loop.add(killer)
+            try! loop.add(ItemsSupport.keepAlive())
+            loop.run(in: .default, for: .milliseconds(200))
+        }
+        #expect(invalidated.isSet)
+        #expect(fires.current >= 1)
+        #expect(lateFires.current == 0)
+    }
+
+    @Test func invalidatedFromAnotherThreadStopsFiring() {
+        let returned = ItemsSupport.Flag()
+        let lateFires = Counter()
+        let fires = Counter()
+        let timerBox = Box<LoopTimer>()
+        let running = ItemsSupport.startRunningLoop { loop in
+            let timer = try! LoopTimer(after: .milliseconds(2), repeating: .milliseconds(2)) { _ in
+                if returned.isSet { lateFires.increment() }
+                fires.increment()
+            }
+            try! loop.add(timer)
+            timerBox.value = timer
+        }
+        #expect(waitUntil { fires.current >= 5 })
+        timerBox.value?.invalidate()
+        returned.set()
+        // A block posted now runs after the invalidation reached the loop; fires after it would be a bug.
+        let passed = ItemsSupport.Flag()
+        running.loop.perform { passed.set() }
+        #expect(waitUntil { passed.isSet })
+        let firesAtBlock = fires.current
+        let check = ItemsSupport.Flag()
+        _ = try? running.loop.add(LoopTimer(after: .milliseconds(30)) { _ in check.set() })
+        #expect(waitUntil { check.isSet })
+        running.finish()
+        #expect(fires.current == firesAtBlock)
+        // From another thread a fire that had already started may finish; no new one may start.
+        #expect(lateFires.current <= 1)
+        #expect(timerBox.value?.isValid == false)
+    }
+
+    @Test func timerDueInThePastFiresAtOnce() {
+        let elapsed = Box<Duration>()
+        ItemsSupport.onLoopThread { loop in
+            let start = Loop.Instant.now
+            let timer = try! LoopTimer(fireAt: start + .seconds(-1)) { _ in elapsed.value = Loop.Instant.now - start }
+            try! loop.add(timer)
+            loop.run(in: .default, for: .seconds(5))
+        }
+        #expect(elapsed.value != nil)
+        #expect((elapsed.value ?? .seconds(99)) <= ItemsSupport.slack)
+    }
+
+    @Test func timerInAModeNotRunningFiresWhenItsModeRunsWithoutSpinning() {
+        let fires = Recorder<String>()
+        let passes = Counter()
+        let results = Recorder<Loop.RunResult>()
+        ItemsSupport.onLoopThread { loop in
+            let timer = try! LoopTimer(after: .milliseconds(30)) { _ in fires.append(loop.currentMode?.name ?? "-") }
+            try! loop.add(timer, to: "other")
+            try! loop.add(ItemsSupport.keepAlive())
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in passes.increment() })
+            results.append(loop.run(in: .default, for: .milliseconds(300)))
+            results.append(loop.run(in: "other", for: .seconds(5)))
+        }
+        #expect(results.all == [.timedOut, .finished])
+        #expect(fires.all == ["other"])
+        #expect(passes.current <= 5, "the loop spun \(passes.current) passes while the timer was due")
+    }
+
+    @Test func invalidIntervalsAndTolerancesThrow() {
+        var codes: [LoopError.Code] = []
+        let intervals: [Duration] = [.zero, .milliseconds(-1), LoopTimer.maximumInterval + .seconds(1)]
+        for interval in intervals {
+            do throws(LoopError) {
+                _ = try LoopTimer(after: .seconds(1), repeating: interval) { _ in }
+            } catch {
+                codes.append(error.code)
+            }
+        }
+        do throws(LoopError) {
+            _ = try LoopTimer(after: .seconds(1), tolerance: .milliseconds(-1)) { _ in }
+        } catch {
+            codes.append(error.code)
+        }
+        #expect(codes == [.invalidInterval, .invalidInterval, .invalidInterval, .invalidTolerance])
+        #expect((try? LoopTimer(after: .seconds(1), repeating: LoopTimer.maximumInterval) { _ in }) != nil)
+    }
+
+    @Test func timerAddedFromAnotherThreadToASleepingLoopFiresOnTime() {
+        let fired = Box<Loop.Instant>()
+        let (loop, thread) = startLoopThread { loop in
+            try! loop.add(ItemsSupport.keepAlive())
+            loop.run(in: .default, for: .seconds(10))  // One long run: the loop really sleeps.
+        }
+        #expect(waitUntil { loop.isWaiting })
+        let timer = try! LoopTimer(after: .milliseconds(100)) { _ in
+            fired.value = .now
+            Loop.current.stop()
+        }
+        let scheduled = timer.nextFireTime
+        try! loop.add(timer)
+        thread.join()
+        #expect(fired.value != nil)
+        guard let actual = fired.value else { return }
+        #expect(actual >= scheduled)
+        #expect(actual - scheduled <= ItemsSupport.slack)
+    }
+
+    @Test func dueTimersFireInDeadlineOrderTiesInInsertionOrder() {
+        let order = Recorder<String>()
+        ItemsSupport.onLoopThread { loop in
+            let base = Loop.Instant.now + .milliseconds(-100)
+            let plan: [(String, Duration)] = [
+                ("c", .milliseconds(2)), ("a", .zero), ("b", .zero), ("d", .milliseconds(1)), ("e", .zero),
+            ]
+            for (name, offset) in plan {
+                try! loop.add(LoopTimer(fireAt: base + offset) { _ in order.append(name) })
+            }
+            loop.run(in: .default, for: .seconds(5))
+        }
+        #expect(order.all == ["a", "b", "e", "d", "c"])
+    }
+}
