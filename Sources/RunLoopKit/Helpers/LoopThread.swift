@@ -1,0 +1,149 @@
+import Glibc
+import Synchronization
+
+/// A named thread that runs its own loop until stopped: CF's keep-alive worker thread (a port in the mode and
+/// `CFRunLoopRun()`), ready for blocks, sources, timers and descriptor sources.
+///
+/// The worker sleeps in `epoll_wait` whenever it has nothing to do; a private source that only ``stop()``
+/// signals keeps its default mode from being empty, so it never busy-waits and never exits on its own.
+///
+/// Threading: every method is safe from any thread, the worker's own included. Work runs on the worker, in the
+/// order it was submitted (per submitting thread, as for ``Loop/perform(in:_:)-(Mode,_)``).
+///
+/// Stopping: blocks already accepted when ``stop()`` begins still run, each in a pass of a mode it was queued
+/// for; then the thread exits. Work submitted once the stop began is rejected with
+/// ``LoopError/Code/threadStopped``, never dropped silently. Dropping the last reference stops and joins the
+/// thread too.
+public final class LoopThread: Sendable {
+    /// The name given at creation; the thread itself carries its first 15 bytes (the kernel's limit).
+    public let name: String
+    /// The worker's loop. Add sources, timers, observers and descriptor sources to it from any thread.
+    ///
+    /// The worker runs the ``Loop/Mode/default`` mode; items in other modes are served only while something runs
+    /// those modes nested on the worker.
+    public let loop: Loop
+    /// The worker's kernel thread id (as `gettid(2)` would say), 0 if `/proc` is not mounted.
+    public let threadID: pid_t
+
+    private let worker: Worker
+    /// The pthread and whether it has been joined or detached. The mutex is held while joining, so concurrent
+    /// ``stop()`` calls all return after the thread exited.
+    private let handle: Mutex<Handle>
+
+    private struct Handle {
+        let thread: pthread_t
+        var released = false
+    }
+
+    /// Starts the worker thread and returns once its loop exists and is ready for work.
+    ///
+    /// - Parameter name: The thread's name, for `top -H`, `ps -L` and debuggers; cut to 15 bytes for the kernel.
+    /// - Throws: ``LoopError/Code/systemCallFailed`` when `pthread_create(3)` fails (its error in
+    ///   ``LoopError/errno``).
+    public init(name: String = "RunLoopKit.LoopThread") throws(LoopError) {
+        let worker = Worker()
+        let startup = Startup(worker: worker, name: name)
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(startup).toOpaque()
+        let status = pthread_create(&thread, nil, { pointer in
+            let startup = Unmanaged<Startup>.fromOpaque(pointer!).takeRetainedValue()
+            LoopThread.body(startup)
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<Startup>.fromOpaque(context).release()
+            throw LoopError(.systemCallFailed, errno: status, message: "pthread_create failed for LoopThread \(name)")
+        }
+        startup.ready.wait()
+        if let failure = startup.failure {
+            pthread_join(thread, nil)
+            throw failure
+        }
+        self.name = name
+        self.worker = worker
+        self.loop = startup.loop!
+        self.threadID = startup.threadID
+        self.handle = Mutex(Handle(thread: thread))
+    }
+
+    deinit {
+        worker.requestStop()
+        handle.withLock { handle in
+            guard !handle.released else { return }
+            handle.released = true
+            // The last reference may go away on the worker itself (in a block it runs): it cannot join itself.
+            if loop.isCurrent { pthread_detach(handle.thread) } else { pthread_join(handle.thread, nil) }
+        }
+    }
+
+    /// Whether ``stop()`` has begun: from then on, submitted work is rejected. Safe from any thread.
+    public var isStopped: Bool { worker.isStopping }
+
+    /// Queues `work` to run once on the worker, at the next block point of a pass in `mode`. Safe from any thread.
+    ///
+    /// - Parameters:
+    ///   - mode: The mode whose pass runs the block. The worker runs ``Loop/Mode/default``, so blocks for other
+    ///     modes wait for a nested run of their mode (or for the drain at stop).
+    ///   - work: The block; it runs on the worker's thread.
+    /// - Throws: ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
+    public func perform(in mode: Loop.Mode = .default, _ work: @escaping @Sendable () -> Void) throws(LoopError) {
+        try worker.admit(work, in: mode, on: loop)
+    }
+
+    /// Runs `work` on the worker and waits for it, returning its value or rethrowing its error.
+    ///
+    /// Called on the worker itself, it runs `work` at once instead of deadlocking. Safe from any thread.
+    /// - Parameters:
+    ///   - mode: The mode whose pass runs the block (ignored when called on the worker).
+    ///   - work: The block; it runs on the worker's thread.
+    /// - Returns: What `work` returned.
+    /// - Throws: What `work` threw, or ``LoopError/Code/threadStopped`` (before `work` ran) once ``stop()`` has
+    ///   begun.
+    @discardableResult
+    public func performAndWait<T: Sendable>(
+        in mode: Loop.Mode = .default,
+        _ work: @escaping @Sendable () throws -> T
+    ) throws -> T {
+        if loop.isCurrent {
+            guard !worker.isStopping else { throw LoopThread.stoppedError() }
+            return try work()
+        }
+        let outcome = Outcome<T>()
+        try worker.admit({ outcome.finish(Result { try work() }) }, in: mode, on: loop)
+        return try outcome.wait().get()
+    }
+
+    /// Stops the worker: closes it to new work, lets it finish the blocks already accepted, and joins the thread.
+    ///
+    /// Idempotent and safe from any thread. From another thread it returns once the thread has exited. From the
+    /// worker itself (a block it runs) it only begins the stop: the thread exits after the current callout and the
+    /// drain, and is joined when the ``LoopThread`` is released. A block that runs the loop nested in another mode
+    /// delays the stop until that nested run returns.
+    public func stop() {
+        worker.requestStop()
+        guard !loop.isCurrent else { return }
+        handle.withLock { handle in
+            guard !handle.released else { return }
+            pthread_join(handle.thread, nil)
+            handle.released = true
+        }
+    }
+}
+
+extension LoopThread {
+    /// One result handed from the worker to the thread waiting in ``LoopThread/performAndWait(in:_:)``.
+    final class Outcome<T: Sendable>: Sendable {
+        private let result = Mutex<Result<T, any Error>?>(nil)
+        private let done = Semaphore()
+
+        func finish(_ value: sending Result<T, any Error>) {
+            result.withLock { $0 = value }
+            done.post()
+        }
+
+        func wait() -> Result<T, any Error> {
+            done.wait()
+            return result.withLock { $0! }
+        }
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import Glibc
+import RunLoopKit
+import Synchronization
+import Testing
+
+/// Reads what the kernel says about this process's threads, for the helper tests.
+enum ThreadStats {
+    /// The kernel thread id of the calling thread.
+    static func currentThreadID() -> pid_t {
+        let link = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+        return pid_t(link.split(separator: "/").last ?? "") ?? 0
+    }
+
+    /// Whether thread `tid` of this process still exists.
+    static func threadExists(_ tid: pid_t) -> Bool {
+        access("/proc/self/task/\(tid)", F_OK) == 0
+    }
+
+    /// Whether thread `tid` is gone, waiting for it: `pthread_join` returns when the kernel clears the thread id,
+    /// a moment before the exiting thread leaves `/proc/self/task`.
+    static func threadGone(_ tid: pid_t) -> Bool {
+        waitUntil(timeout: .seconds(5)) { !threadExists(tid) }
+    }
+
+    /// The number of threads of this process.
+    static func threadCount() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
+    }
+
+    /// The thread's name as the kernel keeps it.
+    static func name(of tid: pid_t) -> String? {
+        (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .newlines)
+    }
+
+    /// User + system CPU time of thread `tid`, in clock ticks (1/100 s), from `/proc/self/task/<tid>/stat`.
+    static func cpuTicks(of tid: pid_t) -> Int? {
+        guard let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // Field 3 (state) is fields[0]; utime is field 14, stime field 15.
+        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+        return user + system
+    }
+
+    /// The thread's voluntary context switches (times it went to sleep), from `/proc/self/task/<tid>/status`.
+    static func voluntarySwitches(of tid: pid_t) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8) else {
+            return nil
+        }
+        for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
+            return Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+}
+
+struct ExpectedFailure: Error, Equatable {
+    let code: Int
+}
+
+@Suite struct LoopThreadTests {
+    @Test func workRunsOnTheWorkerThreadWithItsLoop() throws {
+        let worker = try LoopThread(name: "lt-onworker")
+        defer { worker.stop() }
+        let (isWorkerLoop, tid) = try worker.performAndWait {
+            (Loop.current === worker.loop, ThreadStats.currentThreadID())
+        }
+        #expect(isWorkerLoop)
+        #expect(tid == worker.threadID)
+        #expect(tid != ThreadStats.currentThreadID())
+        #expect(ThreadStats.name(of: worker.threadID) == "lt-onworker")
+        #expect(worker.name == "lt-onworker")
+    }
+
+    @Test func threadNameIsCutToFifteenBytes() throws {
+        let worker = try LoopThread()
+        defer { worker.stop() }
+        #expect(worker.name == "RunLoopKit.LoopThread")
+        #expect(ThreadStats.name(of: worker.threadID) == "RunLoopKit.Loop")
+        let accented = try LoopThread(name: "ééééééééé")  // 18 bytes: cut at a character boundary, 14 bytes.
+        defer { accented.stop() }
+        #expect(ThreadStats.name(of: accented.threadID) == "ééééééé")
+    }
+
+    @Test func blocksRunInSubmissionOrder() throws {
+        let worker = try LoopThread(name: "lt-fifo")
+        defer { worker.stop() }
+        let recorder = Recorder<Int>()
+        for index in 0..<1000 {
+            try worker.perform { recorder.append(index) }
+        }
+        try worker.performAndWait {}
+        #expect(recorder.all == Array(0..<1000))
+    }
+
+    @Test func performAndWaitReturnsTheValueAndRethrows() throws {
+        let worker = try LoopThread(name: "lt-wait")
+        defer { worker.stop() }
+        #expect(try worker.performAndWait { 6 * 7 } == 42)
+        #expect(throws: ExpectedFailure(code: 7)) {
+            try worker.performAndWait { () throws -> Int in throw ExpectedFailure(code: 7) }
+        }
+        // Still serving after a thrown error.
+        #expect(try worker.performAndWait { "ok" } == "ok")
+    }
+
+    @Test func performAndWaitOnTheWorkerRunsInline() throws {
+        let worker = try LoopThread(name: "lt-inline")
+        defer { worker.stop() }
+        let order = Recorder<String>()
+        let value = try worker.performAndWait {
+            order.append("outer")
+            let inner = try worker.performAndWait {
+                order.append("inner")
+                return Loop.current === worker.loop
+            }
+            order.append("after")
+            return inner
+        }
+        #expect(value)
+        #expect(order.all == ["outer", "inner", "after"])
+    }
+
+    @Test func sleepingWorkerUsesNoCPU() throws {
+        let worker = try LoopThread(name: "lt-idle")
+        defer { worker.stop() }
+        try worker.performAndWait {}
+        let tid = worker.threadID
+        let ticksBefore = try #require(ThreadStats.cpuTicks(of: tid))
+        let switchesBefore = try #require(ThreadStats.voluntarySwitches(of: tid))
+        usleep(300_000)  // The measurement window, not a wait for something to happen.
+        let ticksAfter = try #require(ThreadStats.cpuTicks(of: tid))
+        let switchesAfter = try #require(ThreadStats.voluntarySwitches(of: tid))
+        // A busy-waiting thread would gain ~30 ticks and a polling one hundreds of switches.
+        #expect(ticksAfter - ticksBefore <= 2)
+        #expect(switchesAfter - switchesBefore <= 3)
+    }
+
+    @Test func stopFinishesAcceptedWorkThenRejects() throws {
+        let worker = try LoopThread(name: "lt-stop")
+        let recorder = Recorder<Int>()
+        // The first block holds the worker until the stop has begun, so the other 99 are queued behind it.
+        try worker.perform {
+            _ = waitUntil { worker.isStopped }
+            recorder.append(0)
+        }
+        for index in 1..<100 {
+            try worker.perform { recorder.append(index) }
+        }
+        try worker.perform(in: "elsewhere") { recorder.append(100) }
+        worker.stop()
+        #expect(recorder.all == Array(0...100))
+        #expect(!worker.loop.perform {})  // The worker's loop was torn down: its thread ended.
+        #expect(ThreadStats.threadGone(worker.threadID))
+        let rejected = #expect(throws: LoopError.self) { try worker.perform {} }
+        #expect(rejected?.code == .threadStopped)
+        let error = #expect(throws: LoopError.self) { try worker.performAndWait { 1 } }
+        #expect(error?.code == .threadStopped)
+        worker.stop()  // Idempotent.
+    }
+
+    @Test func stopFromTheWorkerItselfDoesNotDeadlock() throws {
+        let worker = try LoopThread(name: "lt-selfstop")
+        let recorder = Recorder<String>()
+        try worker.perform {
+            worker.stop()
+            recorder.append("stopped")
+            do throws(LoopError) { try worker.perform {} } catch { recorder.append("\(error.code)") }
+        }
+        #expect(waitUntil { !ThreadStats.threadExists(worker.threadID) })
+        #expect(recorder.all == ["stopped", "threadStopped"])
+        worker.stop()
+    }
+
+    @Test func stopEndsANestedDefaultModeRunToo() throws {
+        let worker = try LoopThread(name: "lt-nested")
+        let result = Box<Loop.RunResult>()
+        try worker.perform {
+            result.value = Loop.current.run(in: .default, for: .seconds(30))
+        }
+        #expect(waitUntil { worker.loop.isWaiting })
+        let start = Loop.Instant.now
+        worker.stop()
+        #expect(Loop.Instant.now - start < .seconds(10))
+        #expect(result.value == .stopped)
+        #expect(!worker.loop.perform {})  // The worker's loop was torn down: its thread ended.
+        #expect(ThreadStats.threadGone(worker.threadID))
+    }
+
+    @Test func concurrentStopsAllReturnAfterTheThreadExited() throws {
+        let worker = try LoopThread(name: "lt-concstop")
+        let tid = worker.threadID
+        let gone = Counter()
+        let threads = (0..<4).map { _ in
+            TestThread {
+                worker.stop()
+                if !worker.loop.perform({}) { gone.increment() }
+            }
+        }
+        for thread in threads { thread.join() }
+        #expect(gone.current == 4)
+        #expect(ThreadStats.threadGone(tid))
+    }
+
+    @Test func releasingWithoutStopJoins() throws {
+        var worker: LoopThread? = try LoopThread(name: "lt-release")
+        let tid = worker!.threadID
+        let ran = Counter()
+        try worker!.perform { ran.increment() }
+        let loop = worker!.loop
+        worker = nil
+        #expect(!loop.perform {})
+        #expect(ThreadStats.threadGone(tid))
+        #expect(ran.current == 1)
+    }
+
+    @Test func releasingOnTheWorkerItselfDetaches() throws {
+        let holder = Box<LoopThread>(try LoopThread(name: "lt-lastref"))
+        let tid = holder.value!.threadID
+        let ran = Counter()
+        try holder.value!.perform {
+            holder.value = nil  // The last reference goes away on the worker.
+            ran.increment()
+        }
+        #expect(waitUntil { !ThreadStats.threadExists(tid) })
+        #expect(ran.current == 1)
+    }
+
+    @Test func sourcesTimersAndDescriptorsOnTheWorkerLoopWork() throws {
+        let worker = try LoopThread(name: "lt-items")
+        defer { worker.stop() }
+        let events = Recorder<String>()
+        let source = LoopSource { events.append("source \(Loop.current === worker.loop)") }
+        try worker.loop.add(source)
+        source.signal()
+        #expect(waitUntil { events.count == 1 })
+
+        let timer = try LoopTimer(after: .milliseconds(10)) { _ in
+            events.append("timer \(Loop.current === worker.loop)")
+        }
+        try worker.loop.add(timer)
+        #expect(waitUntil { events.count == 2 })
+
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let readable = try FileDescriptorSource(descriptor: pipe.readEnd, events: .readable) { _ in
+            pipe.drain()
+            events.append("descriptor \(Loop.current === worker.loop)")
+        }
+        try worker.loop.add(readable)
+        pipe.write()
+        #expect(waitUntil { events.count == 3 })
+        readable.invalidate()
+        try worker.performAndWait {}  // The invalidation is applied before the pipe closes.
+        #expect(events.all == ["source true", "timer true", "descriptor true"])
+    }
+}
+
+/// Thread and descriptor counts: serialized so its own cycles do not overlap (other suites may still run).
+@Suite(.serialized) struct LoopThreadLifecycleTests {
+    @Test func hundredStartStopCyclesLeakNoThreadOrDescriptor() throws {
+        // Warm up lazily created process-wide state first.
+        try LoopThread(name: "lt-warm").stop()
+        let threadsBefore = ThreadStats.threadCount()
+        let descriptorsBefore = openDescriptorCount()
+        for cycle in 0..<100 {
+            let worker = try LoopThread(name: "lt-cycle")
+            #expect(try worker.performAndWait { cycle } == cycle)
+            worker.stop()
+            #expect(!worker.loop.perform {})
+        }
+        // A leak would be 100 threads and 300 descriptors; tests of other suites running meanwhile move the counts
+        // by a few.
+        #expect(waitUntil { ThreadStats.threadCount() - threadsBefore < 10 })
+        #expect(openDescriptorCount() - descriptorsBefore < 30)
+    }
+}

@@ -1,0 +1,194 @@
+import Glibc
+import RunLoopKit
+import Synchronization
+import Testing
+
+/// A worker loop with a recording observer (order 0, before the scheduler's) and a scheduler.
+private struct PhaseFixture {
+    let worker: LoopThread
+    let scheduler: PhaseTaskScheduler
+    /// Activities as "activity:<name>", tasks as "task:<name>", blocks as "block:<name>", in callout order.
+    let events = Recorder<String>()
+
+    init(name: String, extraModes: [Loop.Mode] = []) throws {
+        worker = try LoopThread(name: name)
+        scheduler = try PhaseTaskScheduler(loop: worker.loop)
+        let events = self.events
+        let recorder = LoopObserver(activities: .all, order: 0) { events.append("activity:\($0)") }
+        try worker.loop.add(recorder, to: .common)
+        for mode in extraModes { try worker.loop.add(recorder, to: mode) }
+        try worker.performAndWait {}  // The observer is in place before the tests start.
+    }
+
+    func task(_ name: String) -> @Sendable () -> Void {
+        let events = self.events
+        return { events.append("task:\(name)") }
+    }
+
+    /// The last activity recorded before task `name` ran.
+    func activity(before name: String) -> String? {
+        let all = events.all
+        guard let index = all.firstIndex(of: "task:\(name)") else { return nil }
+        return all[..<index].last { $0.hasPrefix("activity:") }.map { String($0.dropFirst("activity:".count)) }
+    }
+
+    func index(of name: String) -> Int? { events.all.firstIndex(of: "task:\(name)") }
+
+    func stop() {
+        scheduler.invalidate()
+        worker.stop()
+    }
+}
+
+@Suite struct PhaseTaskTests {
+    @Test func nextPassBeginsFromAnotherThreadWakesTheLoopAndRunsAfterWaiting() throws {
+        let fixture = try PhaseFixture(name: "pt-wake")
+        defer { fixture.stop() }
+        #expect(waitUntil { fixture.worker.loop.isWaiting })
+        let onWorker = Box<Bool>()
+        fixture.scheduler.schedule(at: .nextPassBegins) {
+            onWorker.value = Loop.current === fixture.worker.loop
+            fixture.events.append("task:next")
+        }
+        #expect(waitUntil { fixture.index(of: "next") != nil })
+        #expect(fixture.activity(before: "next") == "afterWaiting")
+        #expect(onWorker.value == true)
+    }
+
+    @Test func currentPassEndsFromAnotherThreadRunsBeforeWaiting() throws {
+        let fixture = try PhaseFixture(name: "pt-end")
+        defer { fixture.stop() }
+        #expect(waitUntil { fixture.worker.loop.isWaiting })
+        fixture.scheduler.schedule(at: .currentPassEnds, fixture.task("end"))
+        #expect(waitUntil { fixture.index(of: "end") != nil })
+        #expect(fixture.activity(before: "end") == "beforeWaiting")
+    }
+
+    @Test func phasesScheduledDuringAPassRunInTheirOrder() throws {
+        let fixture = try PhaseFixture(name: "pt-order")
+        defer { fixture.stop() }
+        let scheduler = fixture.scheduler
+        try fixture.worker.perform {
+            fixture.events.append("block:start")
+            scheduler.schedule(at: .idle, fixture.task("idle"))
+            scheduler.schedule(at: .nextPassBegins, fixture.task("next"))
+            scheduler.schedule(at: .currentPassEnds, fixture.task("end"))
+            scheduler.schedule(at: .currentPassEnds, fixture.task("end2"))
+        }
+        #expect(waitUntil { fixture.index(of: "idle") != nil })
+        let all = fixture.events.all
+        let start = try #require(all.firstIndex(of: "block:start"))
+        let end = try #require(fixture.index(of: "end"))
+        let end2 = try #require(fixture.index(of: "end2"))
+        let next = try #require(fixture.index(of: "next"))
+        let idle = try #require(fixture.index(of: "idle"))
+        // The pass that ran the block ends first; then the loop wakes (without sleeping) for the next pass; idle
+        // comes at the end of a pass that had nothing else of the scheduler's.
+        #expect(start < end && end + 1 == end2 && end2 < next && next < idle)
+        #expect(fixture.activity(before: "end") == "beforeWaiting")
+        #expect(fixture.activity(before: "next") == "afterWaiting")
+        #expect(fixture.activity(before: "idle") == "beforeWaiting")
+        // The end tasks ran in the same pass as the block: no wake-up between them.
+        #expect(!all[start..<end].contains("activity:afterWaiting"))
+    }
+
+    @Test func runExitEndsThePassForCurrentPassEndsAndIdle() throws {
+        let fixture = try PhaseFixture(name: "pt-exit", extraModes: ["polled"])
+        defer { fixture.stop() }
+        let scheduler = fixture.scheduler
+        try fixture.worker.performAndWait {
+            let loop = Loop.current
+            loop.perform(in: "polled") {
+                scheduler.schedule(at: .idle, in: ["polled"], fixture.task("idle"))
+                scheduler.schedule(at: .currentPassEnds, in: ["polled"], fixture.task("end"))
+                scheduler.schedule(at: .nextPassBegins, in: ["polled"], fixture.task("next"))
+            }
+            // A zero-length run never sleeps, so it has no beforeWaiting: the run's exit ends the pass.
+            loop.run(in: "polled", for: .zero)
+        }
+        #expect(fixture.activity(before: "end") == "exit")
+        #expect(fixture.activity(before: "idle") == "exit")
+        #expect(try #require(fixture.index(of: "end")) < (try #require(fixture.index(of: "idle"))))
+        #expect(fixture.index(of: "next") == nil)  // Waits for a wake-up in "polled".
+    }
+
+    @Test func tasksRunOnlyInTheirModes() throws {
+        let tracking: Loop.Mode = "tracking"
+        let fixture = try PhaseFixture(name: "pt-modes", extraModes: [tracking])
+        defer { fixture.stop() }
+        let keepAlive = try LoopTimer(after: .seconds(3600)) { _ in }
+        try fixture.worker.loop.add(keepAlive, to: tracking)
+        let scheduler = fixture.scheduler
+        scheduler.schedule(at: .currentPassEnds, in: [tracking], fixture.task("tracking"))
+        scheduler.schedule(at: .currentPassEnds, in: [.common], fixture.task("common"))
+        scheduler.schedule(at: .currentPassEnds, in: [.default, tracking], fixture.task("either"))
+        #expect(waitUntil { fixture.index(of: "common") != nil && fixture.index(of: "either") != nil })
+        // The worker runs the default mode only: the tracking task waits.
+        #expect(fixture.index(of: "tracking") == nil)
+        fixture.events.removeAll()
+        try fixture.worker.performAndWait {
+            Loop.current.run(in: tracking, for: .milliseconds(200))
+        }
+        #expect(fixture.activity(before: "tracking") == "beforeWaiting")
+        #expect(fixture.events.all.filter { $0.hasPrefix("task:") } == ["task:tracking"])
+
+        // A common-mode task runs in a mode that joins the common modes later.
+        fixture.worker.loop.addCommonMode(tracking)
+        fixture.events.removeAll()
+        try fixture.worker.performAndWait {
+            scheduler.schedule(at: .currentPassEnds, fixture.task("late common"))
+            Loop.current.run(in: tracking, for: .milliseconds(200))
+        }
+        #expect(fixture.activity(before: "late common") == "beforeWaiting")
+        keepAlive.invalidate()
+    }
+
+    @Test func eachTaskRunsExactlyOnceUnderConcurrentScheduling() throws {
+        let fixture = try PhaseFixture(name: "pt-once")
+        defer { fixture.stop() }
+        let ran = Recorder<Int>()
+        let phases: [LoopPhase] = [.nextPassBegins, .currentPassEnds, .idle]
+        let threads = (0..<4).map { thread in
+            TestThread {
+                for index in 0..<250 {
+                    let id = thread * 250 + index
+                    fixture.scheduler.schedule(at: phases[id % 3]) { ran.append(id) }
+                }
+            }
+        }
+        for thread in threads { thread.join() }
+        #expect(waitUntil { ran.count >= 1000 })
+        // Make the loop go round a few more times: nothing runs twice.
+        for _ in 0..<5 { try fixture.worker.performAndWait {} }
+        #expect(ran.all.sorted() == Array(0..<1000))
+    }
+
+    @Test func aTaskScheduledByATaskDoesNotWaitForANaturalWakeUp() throws {
+        let fixture = try PhaseFixture(name: "pt-chain")
+        defer { fixture.stop() }
+        let scheduler = fixture.scheduler
+        let count = Counter()
+        @Sendable func step() {
+            if count.increment() < 5 { scheduler.schedule(at: .currentPassEnds, step) }
+        }
+        scheduler.schedule(at: .currentPassEnds, step)
+        #expect(waitUntil(timeout: .seconds(5)) { count.current == 5 })
+    }
+
+    @Test func pendingTasksDoNotKeepAModeRunningAndInvalidateDropsThem() throws {
+        let worker = try LoopThread(name: "pt-alive")
+        defer { worker.stop() }
+        let scheduler = try PhaseTaskScheduler(loop: worker.loop)
+        let ran = Counter()
+        let result = try worker.performAndWait {
+            scheduler.schedule(at: .currentPassEnds, in: ["empty"]) { ran.increment() }
+            return Loop.current.run(in: "empty", for: .seconds(5))
+        }
+        #expect(result == .finished)
+        #expect(ran.current == 0)
+        scheduler.invalidate()
+        scheduler.schedule(at: .currentPassEnds) { ran.increment() }
+        try worker.performAndWait { Loop.current.run(in: .default, for: .milliseconds(50)) }
+        #expect(ran.current == 0)
+    }
+}
