@@ -1,1 +1,73 @@
-print("loop-demo: scenarios coming")
+import Glibc
+import RunLoopKit
+
+/// One demo scenario: a name for the command line, a line for the usage text, and what it runs.
+struct Scenario {
+    let name: String
+    let summary: String
+    let run: () -> Void
+}
+
+let scenarios: [Scenario] = [
+    Scenario(name: "pingpong", summary: "two threads signal each other's custom sources (seed 001)",
+             run: PingPongScenario.run),
+    Scenario(name: "trace", summary: "an observer prints every activity while the loop switches modes (seed 002)",
+             run: TraceScenario.run),
+    Scenario(name: "phases", summary: "tasks at nextPassBegins, currentPassEnds and idle (seeds 000, 003)",
+             run: PhasesScenario.run),
+    Scenario(name: "stall", summary: "a 300 ms stall on the main loop reported by the StallMonitor (seed 002)",
+             run: StallScenario.run),
+    Scenario(name: "worker", summary: "a LoopThread serves requests, then stops cleanly (seed 002)",
+             run: WorkerScenario.run),
+    Scenario(name: "batch", summary: "PassWorkQueue: 20 tasks, 2 per pass, a timer in between (seed 002)",
+             run: BatchScenario.run),
+    Scenario(name: "commit", summary: "CommitBeforeSleep: updates coalesced and committed before sleep (seed 002)",
+             run: CommitScenario.run),
+]
+
+@MainActor
+func usage() -> String {
+    var text = "usage: loop-demo [scenario]\n\n"
+    text += "Runs every scenario in turn, or only the one named. Scenarios:\n"
+    for scenario in scenarios {
+        text += "  \(Trace.pad(scenario.name, -9)) \(scenario.summary)\n"
+    }
+    text += "\nOptions:\n  -h, --help  print this help\n"
+    return text
+}
+
+/// Writes `text` to descriptor 2, unbuffered.
+func printToStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    _ = write(2, &bytes, bytes.count)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+var selected: [Scenario] = scenarios
+switch arguments.count {
+case 0:
+    break
+case 1 where arguments[0] == "--help" || arguments[0] == "-h":
+    print(usage(), terminator: "")
+    exit(0)
+case 1:
+    guard let scenario = scenarios.first(where: { $0.name == arguments[0] }) else {
+        printToStandardError("loop-demo: unknown scenario '\(arguments[0])'\n\n\(usage())")
+        exit(2)
+    }
+    selected = [scenario]
+default:
+    printToStandardError("loop-demo: expected at most one scenario, got \(arguments.count) arguments\n\n\(usage())")
+    exit(2)
+}
+
+let start = Loop.Instant.now
+for scenario in selected {
+    Trace.heading("\(scenario.name): \(scenario.summary)")
+    Trace.restartClock()
+    scenario.run()
+}
+let total = Double(Loop.Instant.now.nanoseconds - start.nanoseconds) / 1_000_000
+let plural = selected.count == 1 ? "" : "s"
+print("\nloop-demo: \(selected.count) scenario\(plural) done in \(Trace.format(total, decimals: 0)) ms")
+exit(0)

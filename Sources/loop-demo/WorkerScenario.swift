@@ -1,0 +1,42 @@
+import RunLoopKit
+
+/// Seed 002, "keep-alive threads" (AFNetworking's network thread): a LoopThread sleeps in its loop until the main
+/// thread hands it requests, answers them, and is stopped cleanly.
+enum WorkerScenario {
+    static func run() {
+        let worker: LoopThread
+        do {
+            worker = try LoopThread(name: "demo-worker")
+        } catch {
+            Trace.line("main", "cannot start the worker: \(error)")
+            return
+        }
+        Trace.line("main", "started LoopThread \"\(worker.name)\" (thread id \(worker.threadID))")
+        for request in [3, 10, 25] {
+            let start = Loop.Instant.now
+            do {
+                let (sum, onWorker) = try worker.performAndWait {
+                    ((1...request).reduce(0, +), worker.loop.isCurrent)
+                }
+                let micros = Trace.microseconds(from: start, to: .now)
+                Trace.line("main", "request sum(1...\(request)) = \(sum), computed on the worker: \(onWorker), "
+                    + "answered in \(micros) µs")
+            } catch {
+                Trace.line("main", "request failed: \(error)")
+            }
+        }
+        do {
+            try worker.perform { Trace.line("worker", "a last fire-and-forget block, accepted before the stop") }
+        } catch {
+            Trace.line("main", "perform failed: \(error)")
+        }
+        worker.stop()
+        Trace.line("main", "stop() returned: the worker ran what it had accepted and its thread exited")
+        do {
+            try worker.perform {}
+            Trace.line("main", "unexpected: work accepted after the stop")
+        } catch {
+            Trace.line("main", "work after the stop is rejected: \(error)")
+        }
+    }
+}
