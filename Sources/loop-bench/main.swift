@@ -1,1 +1,32 @@
-print("loop-bench: workloads coming")
+import Glibc
+
+// loop-bench [W1|W2|W3|W4|W5|all] [--runs N] [--quick]: runs the workloads of Docs/Benchmarks.md and prints a
+// table plus one machine-readable line per metric. Exits 1 if a workload fails its own checks.
+
+let options: Options
+do {
+    options = try Options(arguments: Array(CommandLine.arguments.dropFirst()))
+} catch {
+    Report.progress("\(error)")
+    exit(2)
+}
+
+let labelSuffix = Affinity.labelSuffix
+let runner = Runner(runs: options.runs, scale: options.quick ? 10 : 1, labelSuffix: labelSuffix)
+var outcomes: [Runner.Outcome] = []
+var failed = false
+Report.header(options: options, labelSuffix: labelSuffix)
+for workload in options.workloads {
+    do {
+        let outcome = try runner.run(workload)
+        Report.rows(outcome)
+        outcomes.append(outcome)
+        fflush(nil)
+    } catch {
+        print("\(workload.id + labelSuffix) FAILED: \(error)")
+        failed = true
+    }
+}
+Report.machineLines(outcomes)
+fflush(nil)
+exit(failed ? 1 : 0)

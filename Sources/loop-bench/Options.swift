@@ -1,0 +1,56 @@
+/// The command line: `loop-bench [W1|W2|W3|W4|W5|all] [--runs N] [--quick]`.
+struct Options {
+    /// The workloads to run, in order.
+    var workloads: [any Benchmark.Type] = Options.allWorkloads
+    /// Runs per workload; the median of each metric is reported.
+    var runs = 3
+    /// Divides every size by 10, for smoke runs.
+    var quick = false
+
+    /// Every workload, in id order.
+    static var allWorkloads: [any Benchmark.Type] {
+        [
+            PingPongBenchmark.self,
+            FanInBenchmark.self,
+            TimerFiringBenchmark.self,
+            TimerChurnBenchmark.self,
+            WakeLatencyBenchmark.self,
+        ]
+    }
+
+    static let usage = """
+        usage: loop-bench [W1|W2|W3|W4|W5|all]... [--runs N] [--quick]
+          W1 ping-pong, W2 fan-in, W3 timers, W4 churn, W5 wake latency (Docs/Benchmarks.md); default: all
+          --runs N   runs per workload, median reported (default 3)
+          --quick    sizes divided by 10, for smoke runs
+        """
+
+    /// Parses `arguments` (without the program name).
+    ///
+    /// - Throws: ``BenchmarkFailure`` with the usage text for an unknown argument.
+    init(arguments: [String]) throws {
+        var chosen: [any Benchmark.Type] = []
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--quick":
+                quick = true
+            case "--runs":
+                guard let value = remaining.popFirst().flatMap(Int.init), value > 0 else {
+                    throw BenchmarkFailure("--runs needs a positive number\n\(Self.usage)")
+                }
+                runs = value
+            case "-h", "--help":
+                throw BenchmarkFailure(Self.usage)
+            case let name where name.lowercased() == "all":
+                chosen.append(contentsOf: Self.allWorkloads)
+            case let name:
+                guard let workload = Self.allWorkloads.first(where: { $0.id.lowercased() == name.lowercased() }) else {
+                    throw BenchmarkFailure("unknown argument '\(name)'\n\(Self.usage)")
+                }
+                chosen.append(workload)
+            }
+        }
+        if !chosen.isEmpty { workloads = chosen }
+    }
+}

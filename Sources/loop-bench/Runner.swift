@@ -1,0 +1,52 @@
+/// Runs one workload `runs` times, each on a fresh instance, and collects its metrics and phase times.
+struct Runner {
+    /// What one workload gave over all its runs.
+    struct Outcome {
+        /// The id as printed, e.g. `W1` or `W1@cpu0`.
+        let label: String
+        /// One array of metrics per run, same order in each.
+        let runs: [[Metric]]
+        /// Median setUp, run and tearDown times in milliseconds.
+        let phases: (setUp: Double, run: Double, tearDown: Double)
+    }
+
+    let runs: Int
+    let scale: Int
+    /// Appended to each id when the process is pinned to one CPU (`taskset -c 0` gives `@cpu0`).
+    let labelSuffix: String
+
+    /// Runs `workload`; answers its outcome, or throws the first failure.
+    func run(_ workload: any Benchmark.Type) throws -> Outcome {
+        var results: [[Metric]] = []
+        var setUpTimes: [Double] = []
+        var runTimes: [Double] = []
+        var tearDownTimes: [Double] = []
+        let label = workload.id + labelSuffix
+        for index in 1...runs {
+            Report.progress("\(label) \(workload.title): run \(index)/\(runs)")
+            let benchmark = workload.init(scale: scale)
+            let t0 = Clock.monotonic()
+            try benchmark.setUp()
+            let t1 = Clock.monotonic()
+            let metrics: [Metric]
+            do {
+                metrics = try benchmark.run()
+            } catch {
+                benchmark.tearDown()
+                throw error
+            }
+            let t2 = Clock.monotonic()
+            benchmark.tearDown()
+            let t3 = Clock.monotonic()
+            results.append(metrics)
+            setUpTimes.append(Double(t1 - t0) / 1e6)
+            runTimes.append(Double(t2 - t1) / 1e6)
+            tearDownTimes.append(Double(t3 - t2) / 1e6)
+        }
+        return Outcome(
+            label: label,
+            runs: results,
+            phases: (Percentile.median(setUpTimes), Percentile.median(runTimes), Percentile.median(tearDownTimes))
+        )
+    }
+}

@@ -1,0 +1,82 @@
+import RunLoopKit
+
+/// W4 churn: on the loop thread, for i in 0..<1,000,000 cancel timer i − 10,000 (once i ≥ 10,000), then schedule
+/// timer i due at now + U[10 s, 20 s); then cancel the last 10,000. So 10,000 timers are live and none fire.
+///
+/// Scheduling is `LoopTimer(fireAt:)` plus `loop.add`, cancelling is `invalidate()`. Metric: `pair`, the whole
+/// loop (final cancels included) ÷ 1,000,000.
+final class TimerChurnBenchmark: Benchmark {
+    static let id = "W4"
+    static let title = "churn"
+
+    /// How far ahead timers are due: U[10 s, 20 s).
+    private static let spread: Range<Int64> = 10_000_000_000..<20_000_000_000
+    /// Timers alive at any time. Kept at 10,000 under `--quick` so the heap has its full depth.
+    private static let window = 10_000
+    private let iterations: Int
+    private var host: LoopHost?
+    private var churn: Churn?
+
+    init(scale: Int) {
+        iterations = 1_000_000 / scale
+    }
+
+    func setUp() {
+        host = LoopHost()
+        churn = Churn(offsets: SplitMix64.offsets(count: iterations, in: Self.spread), window: Self.window)
+    }
+
+    func run() throws -> [Metric] {
+        let churn = churn!
+        host!.loop.perform { churn.churn() }
+        guard churn.done.wait() else { throw BenchmarkFailure("W4: the churn did not finish within 300 s") }
+        if let failure = churn.failure { throw failure }
+        guard churn.fired == 0 else { throw BenchmarkFailure("W4: \(churn.fired) timers fired") }
+        return [
+            Metric("pair", unit: "ns", key: "pair_ns",
+                   value: Double(churn.end - churn.start) / Double(iterations), decimals: 1)
+        ]
+    }
+
+    func tearDown() {
+        host?.shutDown()
+    }
+}
+
+/// The churn loop's state. Touched on the loop's thread only; the main thread reads it after `done`.
+private final class Churn: @unchecked Sendable {
+    let offsets: [Int64]
+    let window: Int
+    var start: Int64 = 0
+    var end: Int64 = 0
+    var fired = 0
+    var failure: BenchmarkFailure?
+    let done = WaitCounter()
+
+    init(offsets: [Int64], window: Int) {
+        self.offsets = offsets
+        self.window = window
+    }
+
+    /// On the loop's thread: the timed loop.
+    func churn() {
+        defer { done.increment() }
+        let loop = Loop.current
+        var live = [LoopTimer?](repeating: nil, count: window)
+        start = Clock.monotonic()
+        do {
+            for index in offsets.indices {
+                let slot = index % window
+                if let old = live[slot] { old.invalidate() }
+                let deadline = Loop.Instant(nanoseconds: Clock.monotonic() + offsets[index])
+                let timer = try LoopTimer(fireAt: deadline) { [self] _ in fired += 1 }
+                try loop.add(timer)
+                live[slot] = timer
+            }
+        } catch {
+            failure = BenchmarkFailure("W4: scheduling failed: \(error)")
+        }
+        for timer in live { timer?.invalidate() }
+        end = Clock.monotonic()
+    }
+}

@@ -1,0 +1,117 @@
+import RunLoopKit
+
+/// W3 timers: on the loop thread, take t0 and schedule N = 100,000 one-shot timers due at t0 + U[0, 500 ms), then
+/// run until all have fired.
+///
+/// Metrics: `schedule`, the whole scheduling loop (creating each `LoopTimer` and adding it) ÷ N; `late_p50` and
+/// `late_p99`, fire time minus deadline over all timers; `late_p99_steady`, p99 over the timers due after the
+/// scheduling loop ended; `early`, timers that fired before their deadline (must be 0, else the run fails).
+final class TimerFiringBenchmark: Benchmark {
+    static let id = "W3"
+    static let title = "timers"
+
+    /// The deadline spread: U[0, 500 ms).
+    private static let spread: Range<Int64> = 0..<500_000_000
+    private let count: Int
+    private var host: LoopHost?
+    private var schedule: Schedule?
+
+    init(scale: Int) {
+        count = 100_000 / scale
+    }
+
+    func setUp() {
+        host = LoopHost()
+        schedule = Schedule(offsets: SplitMix64.offsets(count: count, in: Self.spread))
+    }
+
+    func run() throws -> [Metric] {
+        let schedule = schedule!
+        host!.loop.perform { schedule.scheduleAll() }
+        guard schedule.done.wait(timeout: .seconds(120)) else {
+            throw BenchmarkFailure("W3: \(schedule.fired) of \(count) timers fired within 120 s")
+        }
+        if let failure = schedule.failure { throw failure }
+
+        let steadyStart = schedule.scheduled
+        var all: [Int64] = []
+        var steady: [Int64] = []
+        all.reserveCapacity(count)
+        for index in 0..<count {
+            let late = schedule.lateness[index]
+            all.append(late)
+            if schedule.deadlines[index] > steadyStart { steady.append(late) }
+        }
+        all.sort()
+        steady.sort()
+        let early = all.prefix { $0 < 0 }.count
+        guard early == 0 else { throw BenchmarkFailure("W3: \(early) timers fired before their deadline") }
+        let steadyP99 = steady.isEmpty ? 0 : Double(Percentile.nearestRank(99, of: steady)) / 1e3
+        return [
+            Metric("schedule", unit: "ns", key: "schedule_ns",
+                   value: Double(schedule.scheduled - schedule.start) / Double(count), decimals: 1),
+            Metric("late_p50", unit: "µs", key: "late_p50_us",
+                   value: Double(Percentile.nearestRank(50, of: all)) / 1e3, decimals: 1),
+            Metric("late_p99", unit: "µs", key: "late_p99_us",
+                   value: Double(Percentile.nearestRank(99, of: all)) / 1e3, decimals: 1),
+            Metric("late_p99_steady", unit: "µs", key: "late_p99_steady_us", value: steadyP99, decimals: 1),
+            Metric("early", unit: "", key: "early", value: Double(early), decimals: 0),
+        ]
+    }
+
+    func tearDown() {
+        host?.shutDown()
+        schedule?.deallocate()
+    }
+}
+
+/// The timers' deadlines and how late each fired. Written on the loop's thread only; the main thread reads it
+/// after `done`, which orders the accesses.
+private final class Schedule: @unchecked Sendable {
+    let offsets: [Int64]
+    let deadlines: UnsafeMutableBufferPointer<Int64>
+    let lateness: UnsafeMutableBufferPointer<Int64>
+    var start: Int64 = 0
+    var scheduled: Int64 = 0
+    var fired = 0
+    var failure: BenchmarkFailure?
+    let done = WaitCounter()
+
+    init(offsets: [Int64]) {
+        self.offsets = offsets
+        deadlines = .allocate(capacity: offsets.count)
+        deadlines.initialize(repeating: 0)
+        lateness = .allocate(capacity: offsets.count)
+        lateness.initialize(repeating: 0)
+    }
+
+    func deallocate() {
+        deadlines.deallocate()
+        lateness.deallocate()
+    }
+
+    /// On the loop's thread: the timed scheduling loop.
+    func scheduleAll() {
+        let loop = Loop.current
+        start = Clock.monotonic()
+        do {
+            for index in offsets.indices {
+                let deadline = start + offsets[index]
+                deadlines[index] = deadline
+                let timer = try LoopTimer(fireAt: Loop.Instant(nanoseconds: deadline)) { [self] _ in fire(index) }
+                try loop.add(timer)
+            }
+        } catch {
+            failure = BenchmarkFailure("W3: scheduling failed: \(error)")
+            done.increment()
+        }
+        scheduled = Clock.monotonic()
+    }
+
+    /// On the loop's thread: timer `index` fires.
+    private func fire(_ index: Int) {
+        lateness[index] = Clock.monotonic() - deadlines[index]
+        fired += 1
+        if fired == offsets.count { done.increment() }
+    }
+}
