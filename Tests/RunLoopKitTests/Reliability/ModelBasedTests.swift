@@ -1,0 +1,128 @@
+import Foundation
+import RunLoopKit
+import Testing
+
+/// Random sequences of operations run against a real loop and against ``LoopModel``: after every step the
+/// recorded callouts (source performs, observer activities, blocks, timers, schedule/cancel, run results, add
+/// errors) and every item's observable state must equal the model's prediction.
+///
+/// Deterministic: runs are zero-length polls, or long runs the model predicts end without sleeping; timers are
+/// due in the past or an hour away. Replay a failing seed with `RUNLOOPKIT_MODEL_SEED=<seed>`; more seeds and
+/// steps with `RUNLOOPKIT_SOAK=1`.
+@Suite struct ModelBasedTests {
+    static let defaultSeeds: [UInt64] = [1, 2, 0xC0FFEE, 0xDEAD_BEEF, 20_260_401]
+
+    static var seeds: [UInt64] {
+        if let text = ProcessInfo.processInfo.environment["RUNLOOPKIT_MODEL_SEED"], let seed = UInt64(text) {
+            return [seed]
+        }
+        return Reliability.soak ? defaultSeeds + (100..<105).map { UInt64($0) } : defaultSeeds
+    }
+
+    static var steps: Int { Reliability.size(2_000, soak: 20_000) }
+
+    @Test(arguments: seeds)
+    func realLoopMatchesTheModel(seed: UInt64) {
+        let failure = Box<String>()
+        let stepCount = Self.steps
+        let thread = TestThread {
+            failure.value = Self.check(seed: seed, steps: stepCount)
+        }
+        thread.join()
+        if let message = failure.value {
+            Issue.record(Comment(rawValue: message))
+        }
+    }
+
+    /// How much of the semantics a sequence exercised, so the test cannot pass vacuously.
+    struct ModelCoverage: CustomStringConvertible {
+        var counts: [String: Int] = [:]
+        var rejected = 0
+
+        mutating func count(_ trace: [String]) {
+            for entry in trace {
+                let key: String
+                if entry.hasPrefix("R:") || entry.hasPrefix("E:") {
+                    key = entry
+                } else if entry.hasPrefix("O") {
+                    key = "O." + entry.split(separator: ".").last!
+                } else {
+                    key = String(entry.prefix { $0.isLetter })
+                }
+                counts[key, default: 0] += 1
+            }
+        }
+
+        /// The first kind of callout seen fewer than 5 times, if any (with a sequence of 2,000 steps or more).
+        var missing: String? {
+            let kinds = ["S", "T", "K", "sched", "cancel", "R:finished", "R:stopped", "R:timedOut", "R:handledSource",
+                         "E:invalidated", "O.entry", "O.beforeTimers", "O.beforeSources", "O.beforeWaiting",
+                         "O.afterWaiting", "O.exit"]
+            return kinds.first { counts[$0, default: 0] < 5 }
+        }
+
+        var description: String {
+            counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+                + " rejected=\(rejected)"
+        }
+    }
+
+    /// Runs `steps` steps of `seed` on the calling thread's loop; answers a failure report, or nil.
+    static func check(seed: UInt64, steps: Int) -> String? {
+        let real = ModelRealLoop(loop: Loop.current)
+        var model = LoopModel()
+        var generator = ModelGenerator(seed: seed)
+        var history: [String] = []
+        var rejected = 0
+        var coverage = ModelCoverage()
+        defer {
+            for source in real.sources.values { source.invalidate() }
+            for timer in real.timers.values { timer.invalidate() }
+            for observer in real.observers.values { observer.invalidate() }
+        }
+        for step in 0..<steps {
+            var op = generator.next(model: model)
+            var predicted = model
+            predicted.trace = []
+            predicted.apply(op)
+            var attempts = 1
+            while predicted.aborted != nil {
+                rejected += 1
+                op = attempts < 20 ? generator.next(model: model) : .wakeUp
+                attempts += 1
+                predicted = model
+                predicted.trace = []
+                predicted.apply(op)
+            }
+            model = predicted
+            generator.accept(op, model: model)
+            history.append("\(step): \(op)")
+            if history.count > 12 { history.removeFirst() }
+
+            real.trace = []
+            let start = Loop.Instant.now
+            real.execute(op)
+            let elapsed = Loop.Instant.now - start
+            let actual = normalizedTrace(real.trace)
+            let expected = normalizedTrace(model.trace)
+            var problems: [String] = []
+            if actual != expected {
+                problems.append("callouts differ\n  expected: \(expected)\n  actual:   \(actual)")
+            }
+            problems += real.stateDifferences(from: model)
+            if elapsed > .seconds(5) { problems.append("the step took \(elapsed): the loop slept") }
+            if !problems.isEmpty {
+                return """
+                    Model mismatch, seed \(seed), step \(step) (replay: RUNLOOPKIT_MODEL_SEED=\(seed)):
+                    \(problems.joined(separator: "\n"))
+                    last steps:
+                    \(history.joined(separator: "\n"))
+                    """
+            }
+            coverage.count(expected)
+        }
+        coverage.rejected = rejected
+        Reliability.report("model: seed \(seed), \(steps) steps checked; \(coverage)")
+        return coverage.missing.map { "seed \(seed) exercised too little: \($0) (\(coverage))" }
+    }
+}
