@@ -22,7 +22,7 @@ final class Inbox: Sendable {
         case change(@Sendable () -> Void)
     }
 
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Locked<[Entry]>([])
     private let count = Atomic<Int>(0)
 
     /// Whether anything is waiting. Sequentially consistent: part of the wake-up handshake.

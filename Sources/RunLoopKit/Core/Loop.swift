@@ -32,7 +32,7 @@ public final class Loop: @unchecked Sendable {
     /// Set when the owning thread exited and the loop was torn down.
     let terminated = Atomic<Bool>(false)
     /// The innermost running mode, readable from any thread; written at run entry and exit only.
-    private let runningMode = Mutex<Mode?>(nil)
+    private let runningMode = Locked<Mode?>(nil)
     /// The owning thread's kernel id, for descriptions.
     let threadID: pid_t
     /// Whether this is the main thread's loop.

@@ -19,7 +19,7 @@ enum LoopRegistry {
         return key
     }()
 
-    private static let mainLoop = Mutex<Loop?>(nil)
+    private static let mainLoop = Locked<Loop?>(nil)
 
     /// The calling thread's loop if it has one, without creating it.
     @inline(__always)

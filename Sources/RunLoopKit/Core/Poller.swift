@@ -24,7 +24,7 @@ final class Poller: Sendable {
     /// True once a waker has claimed the single eventfd write this sleep needs; cleared after waking.
     private let wakeUpPending = Atomic<Bool>(false)
     /// Whether the descriptors are still open. Held while a foreign thread uses them, and while closing.
-    private let lifecycle = Mutex<Bool>(true)
+    private let lifecycle = Locked<Bool>(true)
 
     /// The absolute monotonic time the timerfd is armed for, `nil` when disarmed. Loop thread only.
     nonisolated(unsafe) private(set) var armedDeadline: Int64?

@@ -29,7 +29,7 @@ public final class CommitBeforeSleep<Update: Sendable>: Sendable {
     public let order: Int
 
     private let commitHandler: @Sendable ([Update]) -> Void
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates a committer on `loop`, observing beforeWaiting and exit in `modes`.
     ///

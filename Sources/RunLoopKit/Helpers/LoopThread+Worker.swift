@@ -7,11 +7,11 @@ extension LoopThread {
     final class Worker: Sendable {
         /// Whether stopping began; once true, no work is admitted. Protected by its mutex, which also covers the
         /// hand-off of each admitted block to the loop, so a block is either admitted before the stop or rejected.
-        private let admission = Mutex<Admission>(Admission())
+        private let admission = Locked<Admission>(Admission())
         /// Mirrors `admission.stopping` for the lock-free checks of the thread body and the control source.
         private let stopRequested = Atomic<Bool>(false)
         /// The control source, once the worker installed it on its loop.
-        private let control = Mutex<LoopSource?>(nil)
+        private let control = Locked<LoopSource?>(nil)
 
         struct Admission {
             var stopping = false

@@ -28,7 +28,7 @@ public final class LoopThread: Sendable {
     private let worker: Worker
     /// The pthread and whether it has been joined or detached. The mutex is held while joining, so concurrent
     /// ``stop()`` calls all return after the thread exited.
-    private let handle: Mutex<Handle>
+    private let handle: Locked<Handle>
 
     private struct Handle {
         let thread: pthread_t
@@ -63,7 +63,7 @@ public final class LoopThread: Sendable {
         self.worker = worker
         self.loop = startup.loop!
         self.threadID = startup.threadID
-        self.handle = Mutex(Handle(thread: thread))
+        self.handle = Locked(Handle(thread: thread))
     }
 
     deinit {
@@ -133,7 +133,7 @@ public final class LoopThread: Sendable {
 extension LoopThread {
     /// One result handed from the worker to the thread waiting in ``LoopThread/performAndWait(in:_:)``.
     final class Outcome<T: Sendable>: Sendable {
-        private let result = Mutex<Result<T, any Error>?>(nil)
+        private let result = Locked<Result<T, any Error>?>(nil)
         private let done = Semaphore()
 
         func finish(_ value: sending Result<T, any Error>) {

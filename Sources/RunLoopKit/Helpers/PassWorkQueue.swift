@@ -34,7 +34,7 @@ public final class PassWorkQueue: Sendable {
 
     /// Keeps the modes from being empty while tasks are pending; never signalled.
     private let keepAlive = LoopSource(perform: {})
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates a queue for `loop`'s passes in `modes`.
     ///

@@ -14,7 +14,7 @@ extension PhaseTaskScheduler {
     /// so each runs exactly once and may schedule more.
     final class Queue: Sendable {
         /// Pending tasks, oldest first. Protected by the mutex.
-        private let tasks = Mutex<[PendingTask]>([])
+        private let tasks = Locked<[PendingTask]>([])
 
         func append(_ task: PendingTask) {
             tasks.withLock { $0.append(task) }

@@ -27,7 +27,7 @@ public final class PhaseTaskScheduler: Sendable {
     private let queue = Queue()
     private let observer: LoopObserver
     /// Modes the observer was added to by name, beyond the common modes. Protected by the mutex.
-    private let observedModes = Mutex<Set<Loop.Mode>>([.common])
+    private let observedModes = Locked<Set<Loop.Mode>>([.common])
 
     /// Creates a scheduler for `loop`, adding its observer to the loop's common modes.
     ///

@@ -9,7 +9,7 @@ extension StallMonitor {
         let consecutiveChecks: Int
 
         /// Protected by the mutex.
-        private let state = Mutex<State>(State())
+        private let state = Locked<State>(State())
 
         private struct State {
             /// The busy beat seen at the last checks, and how many checks in a row saw it.

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKit
+@testable import RunLoopKit
 import Synchronization
 import Testing
 
@@ -63,7 +63,7 @@ import Testing
         let terminatedAdds = Counter()
         let otherErrors = Counter()
         for _ in 0..<(rounds / 10) {
-            let loops = Mutex<[(Loop, LoopSource)]>([])
+            let loops = Locked<[(Loop, LoopSource)]>([])
             let owners = (0..<10).map { index in
                 TestThread {
                     let loop = Loop.current

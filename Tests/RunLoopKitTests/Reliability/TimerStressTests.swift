@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKit
+@testable import RunLoopKit
 import Synchronization
 import Testing
 
@@ -9,13 +9,13 @@ import Testing
 @Suite struct TimerStressTests {
     /// Per-timer fire counts and flags; written by the loop thread, read after it is joined.
     final class Ledger: Sendable {
-        let fires: Mutex<[Int]>
+        let fires: Locked<[Int]>
         /// Set on the loop's thread right after `invalidate()` returned there.
-        let invalidatedOnLoop: Mutex<[Bool]>
+        let invalidatedOnLoop: Locked<[Bool]>
         let firedAfterInvalidate = Atomic<Int>(0)
         init(count: Int) {
-            fires = Mutex(Array(repeating: 0, count: count))
-            invalidatedOnLoop = Mutex(Array(repeating: false, count: count))
+            fires = Locked(Array(repeating: 0, count: count))
+            invalidatedOnLoop = Locked(Array(repeating: false, count: count))
         }
         func fireCount(_ index: Int) -> Int { fires.withLock { $0[index] } }
     }
@@ -27,7 +27,7 @@ import Testing
     @Test func timersAddedRearmedAndInvalidatedFromEverywhereWhileFiring() {
         let count = Reliability.size(40_000, soak: 400_000)
         let ledger = Ledger(count: count)
-        let timers = Mutex<[LoopTimer?]>(Array(repeating: nil, count: count))
+        let timers = Locked<[LoopTimer?]>(Array(repeating: nil, count: count))
         let start = Loop.Instant.now
         let running = ItemsSupport.startRunningLoop(timeout: .seconds(60))
         let loop = running.loop

@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
-import RunLoopKit
+@testable import RunLoopKit
 import Synchronization
 
 /// A thread-safe list of events, for asserting the order of callouts.
 final class Recorder<Element: Sendable>: Sendable {
-    private let storage = Mutex<[Element]>([])
+    private let storage = Locked<[Element]>([])
 
     func append(_ element: Element) { storage.withLock { $0.append(element) } }
     var all: [Element] { storage.withLock { $0 } }
@@ -22,8 +22,8 @@ final class Counter: Sendable {
 
 /// A box for handing a value out of another thread.
 final class Box<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value?>
-    init(_ value: Value? = nil) { storage = Mutex(value) }
+    private let storage: Locked<Value?>
+    init(_ value: Value? = nil) { storage = Locked(value) }
     var value: Value? {
         get { storage.withLock { $0 } }
         set { storage.withLock { $0 = newValue } }
