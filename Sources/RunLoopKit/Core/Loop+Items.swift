@@ -115,14 +115,15 @@ extension Loop {
         guard core.isValid else {
             throw LoopError(.invalidated, message: "an invalidated item cannot be added to a loop")
         }
-        guard core.bind(to: self) else {
-            throw LoopError(.ownedByAnotherLoop, message: "the item already belongs to another loop")
-        }
+        // Checked before binding, so an item offered to a dead loop stays free for a live one.
         guard !terminated.load(ordering: .acquiring) else {
             throw LoopError(.loopTerminated, message: "the loop's thread has exited")
         }
         guard !createdBeforeFork else {
             throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
+        }
+        guard core.bind(to: self) else {
+            throw LoopError(.ownedByAnotherLoop, message: "the item already belongs to another loop")
         }
         if case .descriptor(let source) = item, !source.isRegistered.load(ordering: .acquiring) {
             try register(source)

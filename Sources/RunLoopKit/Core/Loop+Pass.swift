@@ -129,6 +129,7 @@ extension Loop {
             poller.isWaiting.store(true, ordering: .sequentiallyConsistent)
             if !signalStack.isEmpty || !inbox.isEmpty || stopRequested.load(ordering: .sequentiallyConsistent)
                 || wakeRequested.exchange(false, ordering: .sequentiallyConsistent) || hasLocalWork()
+                || modeEmptied()
             {
                 block = false
             } else {
@@ -155,6 +156,13 @@ extension Loop {
     @inline(never)
     func blockingWait(into buffer: UnsafeMutableBufferPointer<epoll_event>, block: Bool) -> Int {
         poller.wait(into: buffer, block: block)
+    }
+
+    /// Whether a beforeWaiting callout removed the running mode's last item: nothing could wake the loop but its
+    /// deadline, so poll and let the exit checks answer ``Loop/RunResult/finished``.
+    private func modeEmptied() -> Bool {
+        guard let state = currentModeState else { return false }
+        return state.hasNoItems
     }
 
     /// Whether work for the running mode is already queued on this thread: a block, or a signalled source.

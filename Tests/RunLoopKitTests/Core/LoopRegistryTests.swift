@@ -119,4 +119,31 @@ import Testing
         #expect(loop.perform(in: [.default, "other"]) { ran.set() } == false)
         #expect(!ran.isSet)
     }
+
+    @Test func anItemRefusedByATornDownLoopStaysFreeForALiveOne() {
+        let (deadLoop, thread) = startLoopThread { _ in }
+        thread.join()
+        let source = LoopSource {}
+        #expect(throws: LoopError.self) { try deadLoop.add(source) }
+
+        let added = Box<Bool>()
+        ItemsSupport.onLoopThread { loop in
+            do {
+                try loop.add(source)
+                added.value = loop.contains(source)
+            } catch {
+                added.value = false
+            }
+        }
+        #expect(added.value == true)
+    }
+
+    @Test func aTornDownLoopRefusesBlocks() {
+        let (loop, thread) = startLoopThread { _ in }
+        thread.join()
+        let ran = ItemsSupport.Flag()
+        #expect(loop.perform { ran.set() } == false)
+        #expect(loop.perform(in: [.default, "other"]) { ran.set() } == false)
+        #expect(!ran.isSet)
+    }
 }

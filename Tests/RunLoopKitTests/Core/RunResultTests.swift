@@ -39,6 +39,22 @@ import Testing
         #expect(activities.all.isEmpty)
     }
 
+    @Test func aBeforeWaitingCalloutThatEmptiesTheModeFinishesTheRunWithoutSleeping() {
+        let result = Box<Loop.RunResult>()
+        let elapsed = Box<Duration>()
+        ItemsSupport.onLoopThread { loop in
+            let source = LoopSource {}
+            try! loop.add(source)
+            try! loop.add(LoopObserver(activities: .beforeWaiting, repeats: false) { _ in source.invalidate() })
+            let start = Loop.Instant.now
+            result.value = loop.run(in: .default, for: .seconds(30))
+            elapsed.value = CoreRunSupport.elapsed(since: start)
+        }
+        // CF would sleep the full 30 s and answer timedOut: nothing is left that could wake the loop.
+        #expect(result.value == .finished)
+        #expect(elapsed.value! < .seconds(5))
+    }
+
     @Test func anUnknownModeFinishesAtOnceAndIsNotCreated() {
         let result = Box<Loop.RunResult>()
         let modes = Box<[Loop.Mode]>()
