@@ -14,10 +14,12 @@ final class BenchThread: @unchecked Sendable {  // Unchecked: `thread` is writte
     /// Starts `body` on a new thread.
     init(_ body: @escaping @Sendable () -> Void) {
         let context = Unmanaged.passRetained(Body(body)).toOpaque()
-        let status = pthread_create(&thread, nil, { pointer in
-            Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue().run()
-            return nil
-        }, context)
+        let status = pthread_create(
+            &thread, nil,
+            { pointer in
+                Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue().run()
+                return nil
+            }, context)
         precondition(status == 0, "loop-bench: pthread_create failed (\(status))")
     }
 

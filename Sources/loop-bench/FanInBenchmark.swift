@@ -56,8 +56,9 @@ final class FanInBenchmark: Benchmark {
         }
         let elapsed = Double(tally.end - tally.begin)
         return [
-            Metric("throughput", unit: "ops/s", key: "throughput_ops_s",
-                   value: Double(tally.total) / elapsed * 1e9, decimals: 0),
+            Metric(
+                "throughput", unit: "ops/s", key: "throughput_ops_s",
+                value: Double(tally.total) / elapsed * 1e9, decimals: 0),
             Metric("reordered", unit: "", key: "reordered", value: Double(tally.reordered), decimals: 0),
         ]
     }

@@ -27,8 +27,9 @@ final class PingPongBenchmark: Benchmark {
         guard rally.done.wait() else { throw BenchmarkFailure("W1: the rally did not finish within 300 s") }
         let elapsed = Double(rally.end - rally.begin)
         return [
-            Metric("throughput", unit: "rt/s", key: "throughput_rt_s",
-                   value: Double(roundTrips) / elapsed * 1e9, decimals: 0),
+            Metric(
+                "throughput", unit: "rt/s", key: "throughput_rt_s",
+                value: Double(roundTrips) / elapsed * 1e9, decimals: 0),
             Metric("rtt_mean", unit: "µs", key: "rtt_mean_us", value: elapsed / Double(roundTrips) / 1e3, decimals: 2),
         ]
     }

@@ -13,12 +13,14 @@ enum Report {
         let machine = withUnsafeBytes(of: &name.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         print("# loop-bench: RunLoopKit workloads W1-W5 (Docs/Benchmarks.md)")
         print("# runs \(options.runs) (median shown)\(options.quick ? ", --quick: sizes / 10" : "")")
-        print("# kernel \(kernel) \(machine), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs online, "
-            + "affinity \(Affinity.description)\(labelSuffix.isEmpty ? "" : " (ids get \(labelSuffix))")")
+        print(
+            "# kernel \(kernel) \(machine), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs online, "
+                + "affinity \(Affinity.description)\(labelSuffix.isEmpty ? "" : " (ids get \(labelSuffix))")")
         print("")
         let runTitles = (1...options.runs).map { pad("run \($0)", columns.value) }.joined()
-        print(pad("workload", columns.workload) + pad("metric", columns.metric) + pad("unit", columns.unit)
-            + runTitles + pad("median", columns.value))
+        print(
+            pad("workload", columns.workload) + pad("metric", columns.metric) + pad("unit", columns.unit)
+                + runTitles + pad("median", columns.value))
     }
 
     /// Prints a workload's rows: each metric's value in every run and its median.
@@ -28,12 +30,14 @@ enum Report {
             let cells = values.map { pad(format($0, decimals: metric.decimals, grouped: true), columns.value) }
             let median = Percentile.median(values)
             let name = pad(outcome.label, columns.workload) + pad(metric.name, columns.metric)
-            print(name + pad(metric.unit, columns.unit) + cells.joined()
-                + pad(format(median, decimals: metric.decimals, grouped: true), columns.value))
+            print(
+                name + pad(metric.unit, columns.unit) + cells.joined()
+                    + pad(format(median, decimals: metric.decimals, grouped: true), columns.value))
         }
         let phases = outcome.phases
-        print(pad("", columns.workload) + "phases (median ms): setUp \(format(phases.setUp, decimals: 1)), "
-            + "run \(format(phases.run, decimals: 1)), tearDown \(format(phases.tearDown, decimals: 1))")
+        print(
+            pad("", columns.workload) + "phases (median ms): setUp \(format(phases.setUp, decimals: 1)), "
+                + "run \(format(phases.run, decimals: 1)), tearDown \(format(phases.tearDown, decimals: 1))")
     }
 
     /// Prints the machine-readable lines of every outcome: `ID key median`.

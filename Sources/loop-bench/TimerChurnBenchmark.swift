@@ -33,8 +33,9 @@ final class TimerChurnBenchmark: Benchmark {
         if let failure = churn.failure { throw failure }
         guard churn.fired == 0 else { throw BenchmarkFailure("W4: \(churn.fired) timers fired") }
         return [
-            Metric("pair", unit: "ns", key: "pair_ns",
-                   value: Double(churn.end - churn.start) / Double(iterations), decimals: 1)
+            Metric(
+                "pair", unit: "ns", key: "pair_ns",
+                value: Double(churn.end - churn.start) / Double(iterations), decimals: 1)
         ]
     }
 

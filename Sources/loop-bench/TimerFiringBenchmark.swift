@@ -48,12 +48,15 @@ final class TimerFiringBenchmark: Benchmark {
         guard early == 0 else { throw BenchmarkFailure("W3: \(early) timers fired before their deadline") }
         let steadyP99 = steady.isEmpty ? 0 : Double(Percentile.nearestRank(99, of: steady)) / 1e3
         return [
-            Metric("schedule", unit: "ns", key: "schedule_ns",
-                   value: Double(schedule.scheduled - schedule.start) / Double(count), decimals: 1),
-            Metric("late_p50", unit: "µs", key: "late_p50_us",
-                   value: Double(Percentile.nearestRank(50, of: all)) / 1e3, decimals: 1),
-            Metric("late_p99", unit: "µs", key: "late_p99_us",
-                   value: Double(Percentile.nearestRank(99, of: all)) / 1e3, decimals: 1),
+            Metric(
+                "schedule", unit: "ns", key: "schedule_ns",
+                value: Double(schedule.scheduled - schedule.start) / Double(count), decimals: 1),
+            Metric(
+                "late_p50", unit: "µs", key: "late_p50_us",
+                value: Double(Percentile.nearestRank(50, of: all)) / 1e3, decimals: 1),
+            Metric(
+                "late_p99", unit: "µs", key: "late_p99_us",
+                value: Double(Percentile.nearestRank(99, of: all)) / 1e3, decimals: 1),
             Metric("late_p99_steady", unit: "µs", key: "late_p99_steady_us", value: steadyP99, decimals: 1),
             Metric("early", unit: "", key: "early", value: Double(early), decimals: 0),
         ]

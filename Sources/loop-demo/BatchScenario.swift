@@ -25,8 +25,10 @@ enum BatchScenario {
         }
         Trace.line("main", "queued 20 tasks of 2 ms, 2 per pass; timer every 5 ms")
         let result = loop.run(in: .default, for: .seconds(5))
-        Trace.line("main", "run returned \(result) after \(passes.load(ordering: .relaxed)) passes: the queue "
-            + "drained and nothing else was left in the mode")
+        Trace.line(
+            "main",
+            "run returned \(result) after \(passes.load(ordering: .relaxed)) passes: the queue "
+                + "drained and nothing else was left in the mode")
         observer.invalidate()
         queue.invalidate()
     }

@@ -8,9 +8,12 @@ enum CommitScenario {
     static func run() {
         let loop = Loop.current
         let committer = try! CommitBeforeSleep<String>(loop: loop) { updates in
-            let first = updates.first ?? "", last = updates.last ?? ""
-            Trace.line("main", "commit: \(updates.count) updates in one transaction (\(first) ... \(last)), "
-                + "main thread: \(Loop.current.isMain)")
+            let first = updates.first ?? ""
+            let last = updates.last ?? ""
+            Trace.line(
+                "main",
+                "commit: \(updates.count) updates in one transaction (\(first) ... \(last)), "
+                    + "main thread: \(Loop.current.isMain)")
         }
         let appObserver = LoopObserver(activities: .beforeWaiting, order: 0) { _ in
             Trace.line("main", "beforeWaiting: app observer (order 0) runs first")

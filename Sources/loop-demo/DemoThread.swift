@@ -12,10 +12,12 @@ final class DemoThread: @unchecked Sendable {  // Unchecked: `thread` is written
     /// Starts `body` on a new thread.
     init(_ body: @escaping @Sendable () -> Void) {
         let context = Unmanaged.passRetained(Body(body)).toOpaque()
-        let status = pthread_create(&thread, nil, { pointer in
-            Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue().run()
-            return nil
-        }, context)
+        let status = pthread_create(
+            &thread, nil,
+            { pointer in
+                Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue().run()
+                return nil
+            }, context)
         precondition(status == 0, "loop-demo: pthread_create failed (\(status))")
     }
 

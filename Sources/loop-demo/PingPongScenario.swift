@@ -120,8 +120,10 @@ enum PingPongScenario {
             }
             guard let (value, workerOnMain, round, roundTrip) = answer else { return }
             let thread = workerOnMain ? "the main thread (!)" : "the worker thread"
-            Trace.line("main", "round \(round): worker computed \(value - 1) + 1 = \(value) on \(thread); "
-                + "round trip \(roundTrip) µs")
+            Trace.line(
+                "main",
+                "round \(round): worker computed \(value - 1) + 1 = \(value) on \(thread); "
+                    + "round trip \(roundTrip) µs")
             guard round == PingPongScenario.rounds else { return }
             let (timer, workerSource, mainSource) = state.withLock { ($0.timer, $0.workerSource, $0.mainSource) }
             Trace.line("main", "last round: invalidate the timer and the worker's source, remove the main source")

@@ -19,8 +19,10 @@ enum WorkerScenario {
                     ((1...request).reduce(0, +), worker.loop.isCurrent)
                 }
                 let micros = Trace.microseconds(from: start, to: .now)
-                Trace.line("main", "request sum(1...\(request)) = \(sum), computed on the worker: \(onWorker), "
-                    + "answered in \(micros) µs")
+                Trace.line(
+                    "main",
+                    "request sum(1...\(request)) = \(sum), computed on the worker: \(onWorker), "
+                        + "answered in \(micros) µs")
             } catch {
                 Trace.line("main", "request failed: \(error)")
             }

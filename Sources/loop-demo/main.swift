@@ -9,20 +9,27 @@ struct Scenario {
 }
 
 let scenarios: [Scenario] = [
-    Scenario(name: "pingpong", summary: "two threads signal each other's custom sources (seed 001)",
-             run: PingPongScenario.run),
-    Scenario(name: "trace", summary: "an observer prints every activity while the loop switches modes (seed 002)",
-             run: TraceScenario.run),
-    Scenario(name: "phases", summary: "tasks at nextPassBegins, currentPassEnds and idle (seeds 000, 003)",
-             run: PhasesScenario.run),
-    Scenario(name: "stall", summary: "a 300 ms stall on the main loop reported by the StallMonitor (seed 002)",
-             run: StallScenario.run),
-    Scenario(name: "worker", summary: "a LoopThread serves requests, then stops cleanly (seed 002)",
-             run: WorkerScenario.run),
-    Scenario(name: "batch", summary: "PassWorkQueue: 20 tasks, 2 per pass, a timer in between (seed 002)",
-             run: BatchScenario.run),
-    Scenario(name: "commit", summary: "CommitBeforeSleep: updates coalesced and committed before sleep (seed 002)",
-             run: CommitScenario.run),
+    Scenario(
+        name: "pingpong", summary: "two threads signal each other's custom sources (seed 001)",
+        run: PingPongScenario.run),
+    Scenario(
+        name: "trace", summary: "an observer prints every activity while the loop switches modes (seed 002)",
+        run: TraceScenario.run),
+    Scenario(
+        name: "phases", summary: "tasks at nextPassBegins, currentPassEnds and idle (seeds 000, 003)",
+        run: PhasesScenario.run),
+    Scenario(
+        name: "stall", summary: "a 300 ms stall on the main loop reported by the StallMonitor (seed 002)",
+        run: StallScenario.run),
+    Scenario(
+        name: "worker", summary: "a LoopThread serves requests, then stops cleanly (seed 002)",
+        run: WorkerScenario.run),
+    Scenario(
+        name: "batch", summary: "PassWorkQueue: 20 tasks, 2 per pass, a timer in between (seed 002)",
+        run: BatchScenario.run),
+    Scenario(
+        name: "commit", summary: "CommitBeforeSleep: updates coalesced and committed before sleep (seed 002)",
+        run: CommitScenario.run),
 ]
 
 @MainActor

@@ -46,7 +46,8 @@ enum ForkGuard {
     }
 
     /// The trap message for using a parent's loop in a child.
-    static let message = "RunLoopKit: loop created before fork() cannot be used in the child process; "
+    static let message =
+        "RunLoopKit: loop created before fork() cannot be used in the child process; "
         + "the child gets fresh loops from Loop.current and Loop.main"
 }
 

@@ -281,7 +281,10 @@ extension Loop {
         // registration only if the winner already registered; treat that as done.
         do {
             try poller.register(source.descriptor, events: source.events.epollEvents, tag: source.epollTag)
-        } catch where error.code == .descriptorAlreadyRegistered && source.isRegistered.load(ordering: .acquiring) {
+        } catch {
+            let lostTheRace =
+                error.code == .descriptorAlreadyRegistered && source.isRegistered.load(ordering: .acquiring)
+            guard lostTheRace else { throw error }
             return
         }
         source.isRegistered.store(true, ordering: .releasing)

@@ -39,7 +39,8 @@ extension Loop {
             } else {
                 MonotonicClock.now().addingSaturating(duration.saturatingNanoseconds)
             }
-        return run(mode: mode, deadline: deadline, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
+        return run(
+            mode: mode, deadline: deadline, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
     }
 
     /// `CFRunLoopRunSpecific`: checks the mode, brackets the passes with entry and exit, restores the outer run.

@@ -117,7 +117,7 @@ final class Poller: Sendable {
     func unregister(_ descriptor: CInt) {
         do {
             try Epoll.remove(epoll, descriptor)
-        } catch where error.errno == EBADF || error.errno == ENOENT {
+        } catch let error where error.errno == EBADF || error.errno == ENOENT {
             return  // Closed before it was removed: the kernel already dropped it.
         } catch {
             fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
@@ -130,7 +130,7 @@ final class Poller: Sendable {
     func suspend(_ descriptor: CInt, tag: UInt64) {
         do {
             try Epoll.modify(epoll, descriptor, events: .oneShot, data: tag)
-        } catch where error.errno == EBADF || error.errno == ENOENT {
+        } catch let error where error.errno == EBADF || error.errno == ENOENT {
             return  // Closed meanwhile: ``resume(_:events:tag:)`` will fail and say so.
         } catch {
             fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_MOD) on the loop's own set failed: \(error)")

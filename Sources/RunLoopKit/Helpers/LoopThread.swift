@@ -45,11 +45,13 @@ public final class LoopThread: Sendable {
         let startup = Startup(worker: worker, name: name)
         var thread = pthread_t()
         let context = Unmanaged.passRetained(startup).toOpaque()
-        let status = pthread_create(&thread, nil, { pointer in
-            let startup = Unmanaged<Startup>.fromOpaque(pointer!).takeRetainedValue()
-            LoopThread.body(startup)
-            return nil
-        }, context)
+        let status = pthread_create(
+            &thread, nil,
+            { pointer in
+                let startup = Unmanaged<Startup>.fromOpaque(pointer!).takeRetainedValue()
+                LoopThread.body(startup)
+                return nil
+            }, context)
         guard status == 0 else {
             Unmanaged<Startup>.fromOpaque(context).release()
             throw LoopError(.systemCallFailed, errno: status, message: "pthread_create failed for LoopThread \(name)")

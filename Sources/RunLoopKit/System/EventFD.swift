@@ -18,7 +18,7 @@ enum EventFD {
         var one: UInt64 = 1
         do {
             _ = try retryingOnInterrupt("write") { Glibc.write(descriptor, &one, MemoryLayout<UInt64>.size) }
-        } catch where error.errno == EAGAIN {
+        } catch let error where error.errno == EAGAIN {
             return
         }
     }
@@ -30,7 +30,7 @@ enum EventFD {
         var value: UInt64 = 0
         do {
             _ = try retryingOnInterrupt("read") { Glibc.read(descriptor, &value, MemoryLayout<UInt64>.size) }
-        } catch where error.errno == EAGAIN {
+        } catch let error where error.errno == EAGAIN {
             return
         }
     }

@@ -61,10 +61,11 @@ import Testing
         }
         #expect(waitUntil { loop.isWaiting })
         let sentAt = Loop.Instant.now
-        #expect(loop.perform {
-            ranAt.value = .now
-            loop.stop()
-        })
+        #expect(
+            loop.perform {
+                ranAt.value = .now
+                loop.stop()
+            })
         thread.join()
         #expect(result.value == .stopped)
         #expect(ranAt.value! - sentAt < CoreRunSupport.slack)

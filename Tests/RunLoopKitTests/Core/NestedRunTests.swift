@@ -10,14 +10,16 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive(), to: "inner")
             CoreRunSupport.recordActivities(of: loop, into: events, prefix: "outer ", activities: [.entry, .exit])
-            CoreRunSupport.recordActivities(of: loop, in: "inner", into: events, prefix: "inner ",
-                                            activities: [.entry, .exit])
+            CoreRunSupport.recordActivities(
+                of: loop, in: "inner", into: events, prefix: "inner ",
+                activities: [.entry, .exit])
             loop.perform(in: "inner") { events.append("block in \(loop.currentMode?.name ?? "nil")") }
-            try! loop.add(try! LoopTimer(after: .milliseconds(1)) { _ in
-                events.append("timer in \(loop.currentMode?.name ?? "nil")")
-                let inner = loop.run(in: "inner", for: .milliseconds(50))
-                events.append("inner returned \(inner) in \(loop.currentMode?.name ?? "nil")")
-            })
+            try! loop.add(
+                try! LoopTimer(after: .milliseconds(1)) { _ in
+                    events.append("timer in \(loop.currentMode?.name ?? "nil")")
+                    let inner = loop.run(in: "inner", for: .milliseconds(50))
+                    events.append("inner returned \(inner) in \(loop.currentMode?.name ?? "nil")")
+                })
             events.append("before run: \(loop.currentMode?.name ?? "nil")")
             let outer = loop.run(in: .default, for: .seconds(10))
             events.append("outer returned \(outer), mode \(loop.currentMode?.name ?? "nil")")

@@ -44,9 +44,10 @@ import Testing
             try! loop.add(ItemsSupport.keepAlive())
             let adder = LoopObserver(activities: .beforeTimers, repeats: false, order: 0) { _ in
                 calls.append("adder")
-                try! loop.add(LoopObserver(activities: [.beforeTimers, .exit], order: 1) { activity in
-                    calls.append("added \(activity)")
-                })
+                try! loop.add(
+                    LoopObserver(activities: [.beforeTimers, .exit], order: 1) { activity in
+                        calls.append("added \(activity)")
+                    })
             }
             try! loop.add(adder)
             loop.run(in: .default, for: .zero)

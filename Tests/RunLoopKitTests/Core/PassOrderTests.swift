@@ -59,11 +59,12 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             CoreRunSupport.recordActivities(of: loop, into: events)
             try! loop.add(descriptorSource)
-            try! loop.add(try! LoopTimer(after: .milliseconds(30)) { _ in
-                events.append("timer")
-                pipe.write()
-                loop.perform { events.append("block queued by timer") }
-            })
+            try! loop.add(
+                try! LoopTimer(after: .milliseconds(30)) { _ in
+                    events.append("timer")
+                    pipe.write()
+                    loop.perform { events.append("block queued by timer") }
+                })
             result.value = loop.run(in: .default, for: .seconds(10))
             descriptorSource.invalidate()
         }

@@ -178,9 +178,10 @@ import Testing
         let fired = Counter()
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            try! loop.add(try! LoopTimer(after: .milliseconds(10), repeating: .milliseconds(20)) { _ in
-                fired.increment()
-            })
+            try! loop.add(
+                try! LoopTimer(after: .milliseconds(10), repeating: .milliseconds(20)) { _ in
+                    fired.increment()
+                })
             result.value = loop.run(in: .default, for: .milliseconds(300), returnAfterSourceHandled: true)
         }
         #expect(result.value == .timedOut)

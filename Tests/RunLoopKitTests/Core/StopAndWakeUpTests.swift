@@ -129,10 +129,11 @@ import Testing
             let timer = try! LoopTimer(after: .milliseconds(200)) { _ in events.append("timer") }
             timerFireTime.value = timer.nextFireTime
             try! loop.add(timer)
-            try! loop.add(LoopObserver(activities: .all) { activity in
-                if activity == .afterWaiting && firstAfterWaiting.value == nil { firstAfterWaiting.value = .now }
-                events.append("\(activity)")
-            })
+            try! loop.add(
+                LoopObserver(activities: .all) { activity in
+                    if activity == .afterWaiting && firstAfterWaiting.value == nil { firstAfterWaiting.value = .now }
+                    events.append("\(activity)")
+                })
             loop.run(in: .default, for: .seconds(10))
         }
         loop.wakeUp()

@@ -163,9 +163,10 @@ import Testing
         let calls = Recorder<String>()
         let running = ItemsSupport.startRunningLoop()
         let loop = running.loop
-        let source = LoopSource(schedule: { scheduled, mode in
-            calls.append("\(mode.name) \(scheduled === loop) \(scheduled.isCurrent)")
-        }, perform: {})
+        let source = LoopSource(
+            schedule: { scheduled, mode in
+                calls.append("\(mode.name) \(scheduled === loop) \(scheduled.isCurrent)")
+            }, perform: {})
         // Added from the test thread: the handler still runs on the loop's thread.
         try! loop.add(source, to: "a")
         try! loop.add(source, to: "b")
@@ -190,10 +191,11 @@ import Testing
         let calls = Recorder<String>()
         let threadChecks = Recorder<Bool>()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource(cancel: { cancelled, mode in
-                calls.append(mode.name)
-                threadChecks.append(cancelled === loop && cancelled.isCurrent)
-            }, perform: {})
+            let source = LoopSource(
+                cancel: { cancelled, mode in
+                    calls.append(mode.name)
+                    threadChecks.append(cancelled === loop && cancelled.isCurrent)
+                }, perform: {})
             for mode: Loop.Mode in ["a", "b", "c"] { try! loop.add(source, to: mode) }
             loop.remove(source, from: "a")
             calls.append("removed")
@@ -212,9 +214,10 @@ import Testing
         let calls = Recorder<String>()
         let sourceBox = Box<LoopSource>()
         let running = ItemsSupport.startRunningLoop { loop in
-            let source = LoopSource(cancel: { cancelled, mode in
-                calls.append("\(mode.name) \(cancelled.isCurrent)")
-            }, perform: {})
+            let source = LoopSource(
+                cancel: { cancelled, mode in
+                    calls.append("\(mode.name) \(cancelled.isCurrent)")
+                }, perform: {})
             try! loop.add(source, to: .default)
             try! loop.add(source, to: "other")
             sourceBox.value = source
@@ -231,11 +234,13 @@ import Testing
         let cancels = Counter()
         ItemsSupport.onLoopThread { loop in
             let box = Box<LoopSource>()
-            let source = LoopSource(cancel: { _, _ in cancels.increment() }, perform: {
-                performed.increment()
-                box.value?.invalidate()
-                box.value?.signal()  // Invalid: ignored.
-            })
+            let source = LoopSource(
+                cancel: { _, _ in cancels.increment() },
+                perform: {
+                    performed.increment()
+                    box.value?.invalidate()
+                    box.value?.signal()  // Invalid: ignored.
+                })
             box.value = source
             try! loop.add(source)
             try! loop.add(ItemsSupport.keepAlive())

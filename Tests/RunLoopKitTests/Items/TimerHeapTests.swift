@@ -83,10 +83,10 @@ import Testing
     }
 
     #if DEBUG
-        /// Debug builds: one million timers take about 9 s here, so a fifth of that.
-        static let manyTimers = 200_000
+    /// Debug builds: one million timers take about 9 s here, so a fifth of that.
+    static let manyTimers = 200_000
     #else
-        static let manyTimers = 1_000_000
+    static let manyTimers = 1_000_000
     #endif
 
     /// Many timers (a million in release builds) inserted, a third removed from the middle, the rest drained in order.

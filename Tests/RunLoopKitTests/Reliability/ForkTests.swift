@@ -66,8 +66,9 @@ import Testing
                 let woken = waitUntil(timeout: .milliseconds(200)) { parent.wakeUps.current != wakeUpsBefore }
                 let stillAsleep = parent.running.loop.isWaiting && !woken && parent.performs.current == 0
                 outcome.value = status == 0 && stillAsleep ? 0 : 100 + (status ?? 99)
-                print("[reliability] fork: child exit status \(status.map { "\($0)" } ?? "killed"), "
-                    + "parent loop woken: \(woken), performs: \(parent.performs.current)")
+                print(
+                    "[reliability] fork: child exit status \(status.map { "\($0)" } ?? "killed"), "
+                        + "parent loop woken: \(woken), performs: \(parent.performs.current)")
                 forkersLoop.run(in: .default, for: .zero)  // The parent's own loops are unaffected.
             }
             forker.join()

@@ -55,9 +55,11 @@ import Testing
 
         /// The first kind of callout seen fewer than 5 times, if any (with a sequence of 2,000 steps or more).
         var missing: String? {
-            let kinds = ["S", "T", "K", "sched", "cancel", "R:finished", "R:stopped", "R:timedOut", "R:handledSource",
-                         "E:invalidated", "O.entry", "O.beforeTimers", "O.beforeSources", "O.beforeWaiting",
-                         "O.afterWaiting", "O.exit"]
+            let kinds = [
+                "S", "T", "K", "sched", "cancel", "R:finished", "R:stopped", "R:timedOut", "R:handledSource",
+                "E:invalidated", "O.entry", "O.beforeTimers", "O.beforeSources", "O.beforeWaiting",
+                "O.afterWaiting", "O.exit",
+            ]
             return kinds.first { counts[$0, default: 0] < 5 }
         }
 

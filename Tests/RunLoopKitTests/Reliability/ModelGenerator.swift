@@ -115,8 +115,12 @@ struct ModelGenerator {
         let once = random.chance(40)
         let op = ModelOp.run(mode, poll: poll, returnAfterSourceHandled: once)
         if !poll && (nested || random.chance(70)) {
-            return .sequence([.perform(ModelBlock(id: newID(), modes: [random.chance(70) ? mode : .common],
-                                                  actions: [.stop])), op])
+            return .sequence([
+                .perform(
+                    ModelBlock(
+                        id: newID(), modes: [random.chance(70) ? mode : .common],
+                        actions: [.stop])), op,
+            ])
         }
         return op
     }

@@ -46,10 +46,12 @@ import Testing
             let (result, elapsed) = outcome.value!
             let fired = timerAfter.value
             let handled = SignalInterruptTests.handled.load(ordering: .relaxed)
-            print("[reliability] EINTR: \(handled) signals handled, timer at \(fired.map { "\($0)" } ?? "never"), "
-                + "run \(result) after \(elapsed)")
+            print(
+                "[reliability] EINTR: \(handled) signals handled, timer at \(fired.map { "\($0)" } ?? "never"), "
+                    + "run \(result) after \(elapsed)")
             let timerOnTime = fired.map { $0 >= .milliseconds(200) && $0 < .milliseconds(200) + CoreRunSupport.slack }
-            let ok = handled >= 3 && timerOnTime == true && result == .timedOut
+            let ok =
+                handled >= 3 && timerOnTime == true && result == .timedOut
                 && elapsed >= .milliseconds(300) && elapsed < .milliseconds(300) + CoreRunSupport.slack
             print(ok ? "verdict: ok" : "verdict: FAILED")
             exit(0)

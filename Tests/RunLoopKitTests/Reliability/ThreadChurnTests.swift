@@ -1,7 +1,8 @@
 import Glibc
-@testable import RunLoopKit
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// Many short-lived loop threads, and threads that exit while others signal, stop, wake and post to their loops.
 @Suite struct ThreadChurnTests {
@@ -85,7 +86,7 @@ import Testing
                             if !loop.perform({}) { refusedPosts.increment() }
                             do throws(LoopError) {
                                 try loop.add(LoopSource {})
-                            } catch where error.code == .loopTerminated {
+                            } catch let error where error.code == .loopTerminated {
                                 terminatedAdds.increment()
                             } catch {
                                 otherErrors.increment()

@@ -1,7 +1,8 @@
 import Glibc
-@testable import RunLoopKit
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// One-shot timers added, re-armed and invalidated from the loop's thread and from other threads while timers
 /// fire: none fires after `invalidate()` returned on the loop's thread, none fires twice, none that stays valid

@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-@testable import RunLoopKit
 import Synchronization
+
+@testable import RunLoopKit
 
 /// A thread-safe list of events, for asserting the order of callouts.
 final class Recorder<Element: Sendable>: Sendable {
@@ -52,11 +53,13 @@ final class TestThread: @unchecked Sendable {
     init(_ body: @escaping @Sendable () -> Void) {
         let context = Unmanaged.passRetained(Body(body)).toOpaque()
         var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { pointer in
-            let body = Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue()
-            body.run()
-            return nil
-        }, context)
+        let status = pthread_create(
+            &thread, nil,
+            { pointer in
+                let body = Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue()
+                body.run()
+                return nil
+            }, context)
         precondition(status == 0)
         self.thread = thread
     }
@@ -90,9 +93,18 @@ final class Pipe: Sendable {
         readEnd = fds[0]
         writeEnd = fds[1]
     }
-    func write(_ byte: UInt8 = 1) { var b = byte; _ = Glibc.write(writeEnd, &b, 1) }
-    func drain() { var buffer = [UInt8](repeating: 0, count: 4096); while Glibc.read(readEnd, &buffer, 4096) > 0 {} }
-    func close() { Glibc.close(readEnd); Glibc.close(writeEnd) }
+    func write(_ byte: UInt8 = 1) {
+        var b = byte
+        _ = Glibc.write(writeEnd, &b, 1)
+    }
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Glibc.read(readEnd, &buffer, 4096) > 0 {}
+    }
+    func close() {
+        Glibc.close(readEnd)
+        Glibc.close(writeEnd)
+    }
 }
 
 /// The number of open descriptors of this process.
