@@ -26,6 +26,11 @@ final class Poller: Sendable {
     /// Whether the descriptors are still open. Held while a foreign thread uses them, and while closing.
     private let lifecycle = Locked<Bool>(true)
 
+    /// How many times the eventfd was written, and the timerfd armed: the two costly calls the fast paths avoid.
+    /// Relaxed counters bumped next to the system call (which costs far more); read by tests and benchmarks.
+    let eventFDWrites = Atomic<Int>(0)
+    let timerArms = Atomic<Int>(0)
+
     /// The absolute monotonic time the timerfd is armed for, `nil` when disarmed. Loop thread only.
     nonisolated(unsafe) private(set) var armedDeadline: Int64?
 
@@ -80,6 +85,7 @@ final class Poller: Sendable {
         guard !wakeUpPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
         lifecycle.withLock { isOpen in
             guard isOpen else { return }
+            eventFDWrites.add(1, ordering: .relaxed)
             do {
                 try EventFD.signal(wakeUpDescriptor)
             } catch {
@@ -178,6 +184,7 @@ final class Poller: Sendable {
     /// is earlier than needed is left alone: it wakes the loop, which then re-arms for the real deadline.
     func arm(for deadline: Int64, now: Int64) {
         if let armed = armedDeadline, armed <= deadline, armed > now { return }
+        timerArms.add(1, ordering: .relaxed)
         do {
             try TimerFD.arm(timerDescriptor, atMonotonicNanoseconds: deadline)
         } catch {

@@ -1,0 +1,127 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import RunLoopKit
+
+/// The costly system calls the fast paths promise to avoid, counted: eventfd writes (only to wake a sleeping loop,
+/// at most one per sleep) and timerfd arms (only when the earliest deadline moves earlier, at most one per sleep).
+@Suite struct FastPathTests {
+    @Test func signalsToAnAwakeLoopNeverWriteTheEventFD() {
+        let performs = Counter()
+        let source = LoopSource { performs.increment() }
+        let signallerDone = ItemsSupport.Flag()
+        let inBusyBlock = ItemsSupport.Flag()
+        let (loop, thread) = startLoopThread { loop in
+            try! loop.add(source)
+            loop.perform {
+                // The loop is awake, running this block, until the other thread has signalled 10,000 times.
+                inBusyBlock.set()
+                _ = waitUntil { signallerDone.isSet }
+            }
+            ItemsSupport.run(loop) { performs.current >= 1 }
+        }
+        #expect(waitUntil { inBusyBlock.isSet })
+        let writesBefore = loop.poller.eventFDWrites.load(ordering: .relaxed)
+        for _ in 0..<10_000 { source.signal() }
+        let writesWhileAwake = loop.poller.eventFDWrites.load(ordering: .relaxed) - writesBefore
+        signallerDone.set()
+        thread.join()
+        source.invalidate()
+        #expect(writesWhileAwake == 0)
+        #expect(performs.current == 1)  // 10,000 signals before a pass coalesce into one perform.
+    }
+
+    @Test func wakersOfASleepingLoopWriteTheEventFDAtMostOncePerSleep() {
+        let performs = Counter()
+        let sleeps = Counter()
+        let source = LoopSource { performs.increment() }
+        let total = 4 * 2_000
+        let signalled = Counter()
+        let (loop, thread) = startLoopThread { loop in
+            try! loop.add(source)
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in sleeps.increment() })
+            ItemsSupport.run(loop) { signalled.current == total && !source.isSignalled }
+        }
+        #expect(waitUntil { loop.isWaiting })
+        let writesBefore = loop.poller.eventFDWrites.load(ordering: .relaxed)
+        let signallers = (0..<4).map { _ in
+            TestThread {
+                for _ in 0..<2_000 {
+                    source.signal()
+                    signalled.increment()
+                }
+            }
+        }
+        for signaller in signallers { signaller.join() }
+        loop.wakeUp()  // Makes the final check of the run's condition happen promptly.
+        thread.join()
+        source.invalidate()
+        let writes = loop.poller.eventFDWrites.load(ordering: .relaxed) - writesBefore
+        #expect(writes >= 1)
+        #expect(writes <= sleeps.current)
+        #expect(writes < total / 10)  // Coalesced: nowhere near one write per signal.
+        #expect(performs.current >= 1)
+    }
+
+    @Test func laterTimersNeverReArmTheTimerFDAndAnEarlierOneArmsItOnce() throws {
+        let result = Box<Loop.RunResult>()
+        let (loop, thread) = startLoopThread { loop in
+            try! loop.add(try! LoopTimer(after: .seconds(10)) { _ in })
+            result.value = loop.run(in: .default, for: .seconds(60))
+        }
+        // Each figure is read by a block in the pass after a sleep, so that sleep's arming is counted.
+        let afterFirstSleep = Self.armsAfterNextSleep(of: loop)
+        // 1,000 later timers, added from this thread (each add wakes the loop): the armed 10 s expiry still
+        // comes first, so the timerfd is left alone.
+        for index in 0..<1_000 {
+            try loop.add(try LoopTimer(after: .seconds(20) + .milliseconds(index)) { _ in })
+        }
+        let afterLaterTimers = Self.armsAfterNextSleep(of: loop)
+        // An earlier timer moves the earliest deadline: exactly one re-arm.
+        try loop.add(try LoopTimer(after: .seconds(5)) { _ in })
+        let afterEarlierTimer = Self.armsAfterNextSleep(of: loop)
+        loop.stop()
+        thread.join()
+        #expect(afterFirstSleep >= 1)
+        #expect(afterLaterTimers == afterFirstSleep)
+        #expect(afterEarlierTimer == afterFirstSleep + 1)
+        #expect(result.value == .stopped)
+    }
+
+    /// Waits until `loop` has applied everything sent so far and gone back to sleep, then answers its timerfd arm
+    /// count, read on the loop's thread in the pass after that sleep.
+    private static func armsAfterNextSleep(of loop: Loop) -> Int {
+        let applied = ItemsSupport.Flag()
+        loop.perform { applied.set() }
+        _ = waitUntil { applied.isSet }
+        _ = waitUntil { loop.isWaiting }
+        let arms = Box<Int>()
+        loop.perform { arms.value = loop.poller.timerArms.load(ordering: .relaxed) }
+        _ = waitUntil { arms.value != nil }
+        return arms.value ?? -1
+    }
+
+    @Test func firingManyDueTimersArmsTheTimerFDAtMostOncePerSleep() {
+        let firedCount = Counter()
+        let sleeps = Counter()
+        let armsUsed = Box<Int>()
+        let timerCount = 2_000
+        ItemsSupport.onLoopThread { loop in
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in sleeps.increment() })
+            let start = Loop.Instant.now
+            for index in 0..<timerCount {
+                // Spread over 200 ms, with 1 ms of tolerance so neighbours share wake-ups.
+                let due = start + .microseconds(100 * index)
+                try! loop.add(try! LoopTimer(fireAt: due, tolerance: .milliseconds(1)) { _ in firedCount.increment() })
+            }
+            let armsBefore = loop.poller.timerArms.load(ordering: .relaxed)
+            ItemsSupport.run(loop) { firedCount.current == timerCount }
+            armsUsed.value = loop.poller.timerArms.load(ordering: .relaxed) - armsBefore
+        }
+        #expect(firedCount.current == timerCount)
+        let arms = armsUsed.value ?? .max
+        #expect(arms <= sleeps.current)
+        #expect(arms < timerCount / 4)  // CF arms once per fired timer.
+    }
+}
