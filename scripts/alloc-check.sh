@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Counts heap allocations per loop pass: runs loop-bench's pass-cost workload (P) under valgrind twice, with N and
+# 2N passes, and divides the difference in valgrind's "total heap usage" allocation count by the extra passes.
+# Set-up, warm-up and tear-down are the same in both runs, so they cancel out; what is left is the steady state.
+#
+# Usage: scripts/alloc-check.sh [path/to/loop-bench]   (default: builds it in release mode first)
+# Environment: ALLOC_CHECK_PASSES (N, default 5000). Exits 1 when a pass allocates (more than 1 per 100 passes).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+binary="${1:-}"
+if [[ -z "$binary" ]]; then
+    swift build -c release --product loop-bench >&2
+    binary=.build/release/loop-bench
+fi
+command -v valgrind >/dev/null || { echo "alloc-check: valgrind is not installed" >&2; exit 2; }
+
+passes="${ALLOC_CHECK_PASSES:-5000}"
+
+# allocations PASSES: the allocation count of one P run with PASSES passes (each of its two measurements).
+allocations() {
+    local output
+    output=$(LOOP_BENCH_PASSES="$1" valgrind --tool=memcheck --leak-check=no "$binary" P --runs 1 2>&1) || {
+        echo "$output" >&2
+        echo "alloc-check: loop-bench P failed under valgrind" >&2
+        exit 1
+    }
+    grep -m1 'total heap usage' <<<"$output" | sed -E 's/.*usage: ([0-9,]+) allocs.*/\1/' | tr -d ,
+}
+
+small=$(allocations "$passes")
+large=$(allocations $((passes * 2)))
+# P measures twice (plain and crowded), so the larger run has 2 × passes extra passes.
+extra_passes=$((passes * 2))
+extra_allocations=$((large - small))
+echo "alloc-check: ${small} allocations with ${passes} passes per measurement, ${large} with $((passes * 2));" \
+    "${extra_allocations} allocations in ${extra_passes} extra passes"
+awk -v a="$extra_allocations" -v p="$extra_passes" 'BEGIN { printf "alloc-check: %.4f heap allocations per pass\n", a / p }'
+if (( extra_allocations * 100 > extra_passes )); then
+    echo "alloc-check: FAILED: the steady-state pass allocates" >&2
+    exit 1
+fi
