@@ -16,14 +16,14 @@ extension Loop: CustomStringConvertible {
         for state in modeList {
             text += "\n  mode \(state.name)\(state === currentModeState ? " (current)" : ""):"
             if state.hasNoItems && state.observers.isEmpty { text += " empty" }
-            for source in state.sources.values.sorted(by: { $0.order < $1.order }) {
+            for source in state.sources.sorted(by: { $0.order < $1.order }) {
                 text += "\n    source order \(source.order)\(source.isSignalled ? ", signalled" : "")"
             }
-            for source in state.descriptorSources.values.sorted(by: { $0.descriptor < $1.descriptor }) {
+            for source in state.descriptorSources.sorted(by: { $0.descriptor < $1.descriptor }) {
                 text += "\n    descriptor \(source.descriptor) \(source.events) order \(source.order)"
                 if source.isParked { text += ", parked" }
             }
-            for timer in state.timers.values.sorted(by: { $0.deadline < $1.deadline }) {
+            for timer in state.timers.sorted(by: { $0.deadline < $1.deadline }) {
                 text += "\n    timer next \(timer.nextFireTime)"
                 if let interval = timer.interval { text += ", every \(interval)" }
                 if timer.tolerance > .zero { text += ", tolerance \(timer.tolerance)" }

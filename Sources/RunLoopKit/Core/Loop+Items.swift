@@ -128,6 +128,8 @@ extension Loop {
         if case .descriptor(let source) = item, !source.isRegistered.load(ordering: .acquiring) {
             try register(source)
         }
+        // On the loop's own thread the change is applied directly: no closure is allocated for it.
+        if isCurrent { return apply(item, to: mode) }
         let sendableItem = UncheckedItem(item)
         onLoopThread { [self] in apply(sendableItem.item, to: mode) }
     }
@@ -144,28 +146,30 @@ extension Loop {
     }
 
     private func remove(_ item: AnyItem, from mode: Mode) {
-        guard item.core.owner.load() === self else { return }
+        guard item.core.owner === self else { return }
+        if isCurrent { return applyRemoval(item, from: mode) }
         let sendableItem = UncheckedItem(item)
-        onLoopThread { [self] in
-            let item = sendableItem.item
-            if mode == .common {
-                guard commonItems.removeValue(forKey: item.identity) != nil else { return }
-                item.core.isCommon = false
-                for name in commonModeNames {
-                    if let state = modesByName[name] { removeFromMode(item, state) }
-                }
-            } else if let state = modesByName[mode] {
-                removeFromMode(item, state)
+        onLoopThread { [self] in applyRemoval(sendableItem.item, from: mode) }
+    }
+
+    private func applyRemoval(_ item: AnyItem, from mode: Mode) {
+        if mode == .common {
+            guard commonItems.removeValue(forKey: item.identity) != nil else { return }
+            item.core.isCommon = false
+            for name in commonModeNames {
+                if let state = existingMode(named: name) { removeFromMode(item, state) }
             }
+        } else if let state = existingMode(named: mode) {
+            removeFromMode(item, state)
         }
     }
 
     private func contains(_ item: AnyItem, in mode: Mode) -> Bool {
         preconditionOnLoopThread("contains(_:in:)")
         applyChanges()
-        guard item.core.owner.load() === self else { return false }
+        guard item.core.owner === self else { return false }
         if mode == .common { return item.core.isCommon }
-        guard let state = modesByName[mode] else { return false }
+        guard let state = existingMode(named: mode) else { return false }
         return item.core.isIn(modeID: state.id)
     }
 
@@ -173,8 +177,7 @@ extension Loop {
     func addToMode(_ item: AnyItem, _ state: ModeState) {
         let core = item.core
         guard core.isValid, !core.isIn(modeID: state.id) else { return }
-        core.modeIDs.append(state.id)
-        state.insert(item)
+        core.memberships.append(ItemCore.Membership(modeID: state.id, slot: state.insert(item)))
         switch item {
         case .source(let source):
             source.scheduleHandler?(self, state.name)
@@ -202,13 +205,13 @@ extension Loop {
     /// Takes `item` out of `state`, with what each kind needs on leaving. Loop thread only.
     func removeFromMode(_ item: AnyItem, _ state: ModeState) {
         let core = item.core
-        guard let index = core.modeIDs.firstIndex(of: state.id) else { return }
-        core.modeIDs.remove(at: index)
-        state.remove(item)
+        guard let index = core.memberships.firstIndex(where: { $0.modeID == state.id }) else { return }
+        let slot = core.memberships.remove(at: index).slot
+        state.remove(item, at: slot)
         switch item {
         case .source(let source):
             source.cancelHandler?(self, state.name)
-        case .timer(let timer) where core.modeIDs.isEmpty:
+        case .timer(let timer) where !core.isInAnyMode:
             unschedule(timer)
         default:
             break
@@ -217,19 +220,22 @@ extension Loop {
 
     /// Invalidation: removes `item` from every mode and the common items, on the loop's thread. Any thread.
     func detachEverywhere(_ item: AnyItem) {
+        if isCurrent { return detachNow(item) }
         let sendableItem = UncheckedItem(item)
-        onLoopThread { [self] in
-            let item = sendableItem.item
-            if item.core.isCommon {
-                commonItems[item.identity] = nil
-                item.core.isCommon = false
-            }
-            for id in item.core.modeIDs { removeFromMode(item, modeList[id]) }
-            switch item {
-            case .timer(let timer): unschedule(timer)
-            case .descriptor(let source): unregister(source)
-            case .source, .observer: break
-            }
+        onLoopThread { [self] in detachNow(sendableItem.item) }
+    }
+
+    private func detachNow(_ item: AnyItem) {
+        if item.core.isCommon {
+            commonItems[item.identity] = nil
+            item.core.isCommon = false
+        }
+        // Popped one by one rather than iterated, so removing does not copy the array being iterated.
+        while let membership = item.core.memberships.last { removeFromMode(item, modeList[membership.modeID]) }
+        switch item {
+        case .timer(let timer): unschedule(timer)
+        case .descriptor(let source): unregister(source)
+        case .source, .observer: break
         }
     }
 
@@ -269,7 +275,7 @@ extension Loop {
             guard timer.isValid else { return }
             unschedule(timer)
             timer.deadline = deadline
-            if !timer.core.modeIDs.isEmpty { schedule(timer) }
+            if timer.core.isInAnyMode { schedule(timer) }
         }
     }
 
@@ -339,10 +345,10 @@ extension Loop {
         for (_, item) in commonItems { item.core.isCommon = false }
         commonItems.removeAll()
         for state in modeList {
-            for source in state.sources.values { removeFromMode(.source(source), state) }
-            for timer in state.timers.values { removeFromMode(.timer(timer), state) }
+            for source in state.sources { removeFromMode(.source(source), state) }
+            for timer in state.timers { removeFromMode(.timer(timer), state) }
             for observer in state.observers { removeFromMode(.observer(observer), state) }
-            for source in state.descriptorSources.values { removeFromMode(.descriptor(source), state) }
+            for source in state.descriptorSources { removeFromMode(.descriptor(source), state) }
         }
         for source in registrations.values { unregister(source) }
         registrations.removeAll()

@@ -82,7 +82,7 @@ extension Loop {
         var kept = 0
         for index in signalledSources.indices {
             let source = signalledSources[index]
-            if !source.isValid || source.core.modeIDs.isEmpty {
+            if !source.isValid || !source.core.isInAnyMode {
                 source.queued = false  // Re-queued by `addToMode` if it is added again while signalled.
             } else if source.core.isIn(modeID: state.id) && (!onlyOne || due.isEmpty) {
                 source.queued = false
@@ -212,7 +212,7 @@ extension Loop {
             if !timer.repeats {
                 timer.state = .idle
                 timer.invalidate()
-            } else if timer.core.modeIDs.isEmpty {
+            } else if !timer.core.isInAnyMode {
                 timer.state = .idle
             } else {
                 timer.deadline = nextGridTime(after: timer.deadline, interval: timer.intervalNanoseconds)

@@ -49,7 +49,9 @@ extension Loop {
         precondition(!createdBeforeFork, ForkGuard.message)
         guard name != .common else { return .finished }
         applyChanges()
-        guard let state = modesByName[name] ?? modeNamedByPendingBlock(name), !isEmpty(state) else { return .finished }
+        guard let state = existingMode(named: name) ?? modeNamedByPendingBlock(name), !isEmpty(state) else {
+            return .finished
+        }
 
         let outerMode = currentModeState
         let outerDeadline = runDeadline

@@ -191,11 +191,20 @@ public final class Loop: @unchecked Sendable {
 
     /// The state of the mode named `name`, created on first use. Loop thread only.
     func mode(named name: Mode) -> ModeState {
-        if let state = modesByName[name] { return state }
+        if let state = existingMode(named: name) { return state }
         let state = ModeState(name: name, id: modeList.count)
         modesByName[name] = state
         modeList.append(state)
         return state
+    }
+
+    /// The state of the mode named `name` if it exists. Loop thread only.
+    ///
+    /// Loops usually have a handful of modes, and comparing a few short names costs less than hashing one, so the
+    /// dictionary is only used past eight modes.
+    func existingMode(named name: Mode) -> ModeState? {
+        guard modeList.count > 8 else { return modeList.first { $0.name == name } }
+        return modesByName[name]
     }
 }
 

@@ -1,12 +1,14 @@
 /// The items of one mode of one loop. Loop thread only.
 final class ModeState {
     let name: Loop.Mode
-    /// Index in the loop's mode list; items record it in ``ItemCore/modeIDs``.
+    /// Index in the loop's mode list; items record it in ``ItemCore/memberships``.
     let id: Int
 
-    var sources: [ObjectIdentifier: LoopSource] = [:]
-    var descriptorSources: [ObjectIdentifier: FileDescriptorSource] = [:]
-    var timers: [ObjectIdentifier: LoopTimer] = [:]
+    // Unordered; each item records its index here (its slot) in its `ItemCore` membership for this mode, so
+    // insert and remove are O(1) without hashing: removal moves the last item into the hole.
+    private(set) var sources: [LoopSource] = []
+    private(set) var descriptorSources: [FileDescriptorSource] = []
+    private(set) var timers: [LoopTimer] = []
     /// Sorted by order; equal orders keep the order they were added in.
     private(set) var observers: [LoopObserver] = []
     /// The union of the observers' activities, to skip dispatch cheaply. Only ever grows, as in CF.
@@ -34,21 +36,47 @@ final class ModeState {
         }
     }
 
-    func insert(_ item: AnyItem) {
+    /// Adds `item`; answers its slot (observers, kept sorted by order, have none: 0).
+    func insert(_ item: AnyItem) -> Int {
         switch item {
-        case .source(let source): sources[ObjectIdentifier(source)] = source
-        case .descriptor(let source): descriptorSources[ObjectIdentifier(source)] = source
-        case .timer(let timer): timers[ObjectIdentifier(timer)] = timer
-        case .observer(let observer): insertObserver(observer)
+        case .source(let source): return Self.append(source, to: &sources)
+        case .descriptor(let source): return Self.append(source, to: &descriptorSources)
+        case .timer(let timer): return Self.append(timer, to: &timers)
+        case .observer(let observer):
+            insertObserver(observer)
+            return 0
         }
     }
 
-    func remove(_ item: AnyItem) {
+    /// Removes `item`, which sits at `slot`.
+    func remove(_ item: AnyItem, at slot: Int) {
         switch item {
-        case .source(let source): sources[ObjectIdentifier(source)] = nil
-        case .descriptor(let source): descriptorSources[ObjectIdentifier(source)] = nil
-        case .timer(let timer): timers[ObjectIdentifier(timer)] = nil
+        case .source: removeSwapping(at: slot, from: &sources)
+        case .descriptor: removeSwapping(at: slot, from: &descriptorSources)
+        case .timer: removeSwapping(at: slot, from: &timers)
         case .observer(let observer): removeObserver(observer)
         }
     }
+
+    private static func append<Item>(_ item: Item, to items: inout [Item]) -> Int {
+        items.append(item)
+        return items.count - 1
+    }
+
+    /// Fills the hole at `slot` with the last item and tells that item its new slot.
+    private func removeSwapping<Item: ModeItem>(at slot: Int, from items: inout [Item]) {
+        let last = items.removeLast()
+        guard slot < items.count else { return }
+        items[slot] = last
+        last.core.moved(to: slot, inMode: id)
+    }
 }
+
+/// An item kept in a mode's array: sources, descriptor sources and timers.
+protocol ModeItem: AnyObject {
+    var core: ItemCore { get }
+}
+
+extension LoopSource: ModeItem {}
+extension FileDescriptorSource: ModeItem {}
+extension LoopTimer: ModeItem {}

@@ -120,6 +120,6 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
     /// After it returns no new handler call starts. Call it before closing the descriptor.
     public func invalidate() {
         guard core.markInvalid() else { return }
-        core.owner.load()?.detachEverywhere(.descriptor(self))
+        core.owner?.detachEverywhere(.descriptor(self))
     }
 }

@@ -5,13 +5,21 @@ import Synchronization
 /// Threading: ``owner`` and ``isValid`` are atomics, safe from any thread. The rest is confined to the owning
 /// loop's thread (it is only touched by the loop after the item was bound to it).
 final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined, see above.
-    /// The loop the item was first added to; fixed for the item's life.
-    let owner = AtomicLazyReference<Loop>()
+    /// The loop the item was first added to, as the bits of a retained reference (0 while unbound); set once and
+    /// fixed for the item's life, released in `deinit`. A plain word rather than `AtomicLazyReference<Loop>`, whose
+    /// generic calls are not specialised here and look up type metadata on every load.
+    private let ownerBits = Atomic<UInt>(0)
     /// False once invalidated; never true again.
     private let valid = Atomic<Bool>(true)
 
-    /// Ids of the owner's modes the item is in (a short array: items live in one or a few modes).
-    var modeIDs: [Int] = []
+    /// Where the item sits in one mode: the mode's id, and the item's index in that mode's array of its kind.
+    struct Membership {
+        let modeID: Int
+        var slot: Int
+    }
+
+    /// The owner's modes the item is in (a short array: items live in one or a few modes).
+    var memberships: [Membership] = []
     /// Whether the item was added to the common pseudo-mode of its owner.
     var isCommon = false
 
@@ -22,13 +30,42 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
         valid.exchange(false, ordering: .acquiringAndReleasing)
     }
 
-    /// Binds the item to `loop` unless already bound; answers whether it belongs to `loop` now.
-    func bind(to loop: Loop) -> Bool {
-        owner.storeIfNil(loop) === loop
+    deinit {
+        let bits = ownerBits.load(ordering: .acquiring)
+        if bits != 0 { Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
     }
 
+    /// The loop the item is bound to, `nil` before its first `add`. Safe from any thread.
+    var owner: Loop? {
+        let bits = ownerBits.load(ordering: .acquiring)
+        guard bits != 0 else { return nil }
+        return Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    }
+
+    /// Binds the item to `loop` unless already bound; answers whether it belongs to `loop` now.
+    func bind(to loop: Loop) -> Bool {
+        let retained = Unmanaged.passRetained(loop)
+        let bits = UInt(bitPattern: retained.toOpaque())
+        let (exchanged, current) = ownerBits.compareExchange(
+            expected: 0, desired: bits, ordering: .acquiringAndReleasing)
+        if exchanged { return true }
+        retained.release()
+        return current == bits
+    }
+
+    /// Whether the item is in at least one mode of its owner.
+    var isInAnyMode: Bool { !memberships.isEmpty }
+
     func isIn(modeID: Int) -> Bool {
-        modeIDs.contains(modeID)
+        memberships.contains { $0.modeID == modeID }
+    }
+
+    /// Records that the item moved to index `slot` of mode `modeID`'s array (a swap-remove moved it).
+    func moved(to slot: Int, inMode modeID: Int) {
+        for index in memberships.indices where memberships[index].modeID == modeID {
+            memberships[index].slot = slot
+            return
+        }
     }
 }
 

@@ -45,6 +45,6 @@ public final class LoopObserver: @unchecked Sendable {  // Unchecked: `isFiring`
     /// After it returns no new call starts.
     public func invalidate() {
         guard core.markInvalid() else { return }
-        core.owner.load()?.detachEverywhere(.observer(self))
+        core.owner?.detachEverywhere(.observer(self))
     }
 }

@@ -55,7 +55,7 @@ public final class LoopSource: @unchecked Sendable {  // Unchecked: see `queued`
     public func signal() {
         guard core.isValid else { return }
         guard !signalled.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        guard let loop = core.owner.load() else { return }
+        guard let loop = core.owner else { return }
         loop.enqueueSignalled(self)
     }
 
@@ -72,6 +72,6 @@ public final class LoopSource: @unchecked Sendable {  // Unchecked: see `queued`
     public func invalidate() {
         guard core.markInvalid() else { return }
         signalled.store(false, ordering: .releasing)
-        core.owner.load()?.detachEverywhere(.source(self))
+        core.owner?.detachEverywhere(.source(self))
     }
 }

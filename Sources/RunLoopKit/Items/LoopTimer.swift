@@ -124,7 +124,7 @@ public final class LoopTimer: @unchecked Sendable {  // Unchecked: mutable field
     /// change reaches the loop at its next pass, and the loop is woken to make it. An invalid timer ignores it.
     public func setNextFireTime(_ fireTime: Loop.Instant) {
         guard core.isValid else { return }
-        guard let loop = core.owner.load() else {
+        guard let loop = core.owner else {
             deadline = fireTime.nanoseconds
             return
         }
@@ -137,6 +137,6 @@ public final class LoopTimer: @unchecked Sendable {  // Unchecked: mutable field
     /// the handler it prevents any repeat.
     public func invalidate() {
         guard core.markInvalid() else { return }
-        core.owner.load()?.detachEverywhere(.timer(self))
+        core.owner?.detachEverywhere(.timer(self))
     }
 }
