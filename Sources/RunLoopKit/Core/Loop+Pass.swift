@@ -96,7 +96,14 @@ extension Loop {
 
         var performed = false
         for source in due {
-            guard source.signalled.exchange(false, ordering: .acquiringAndReleasing), source.isValid else { continue }
+            guard source.isValid else { continue }
+            // An earlier callout of this pass may have taken the source out of the running mode (CF performs it
+            // anyway): it keeps its signal for a pass of a mode it is still in.
+            guard source.core.isIn(modeID: state.id) else {
+                if source.core.isInAnyMode && source.signalled.load(ordering: .acquiring) { queueSignalled(source) }
+                continue
+            }
+            guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
             source.performHandler()
             performed = true
         }
@@ -204,6 +211,13 @@ extension Loop {
             guard timer.state == .due else { continue }  // Rescheduled, removed or invalidated meanwhile.
             guard timer.isValid else {
                 timer.state = .idle
+                continue
+            }
+            // An earlier handler of this pass took the timer out of the running mode but not out of all its modes
+            // (CF fires it anyway): it waits, due, for one of its modes to run.
+            guard timer.core.isIn(modeID: state.id) else {
+                timer.state = .parked
+                parkedTimers.append(timer)
                 continue
             }
             timer.state = .firing

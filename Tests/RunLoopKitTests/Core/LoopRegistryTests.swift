@@ -1,7 +1,8 @@
 import Glibc
-import RunLoopKit
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// The thread-keyed registry: `Loop.current`, `Loop.main`, and tearing a thread's loop down when the thread exits.
 ///
@@ -75,6 +76,42 @@ import Testing
         #expect(waitUntil { openDescriptorCount() <= before + 100 })
         let after = openDescriptorCount()
         #expect(after <= before + 100, "descriptors before \(before), after \(after)")
+    }
+
+    @Test func aThreadThatReusesADeadThreadsPthreadTGetsAFreshLoop() {
+        /// One finished thread: its `pthread_t` and its loop (kept alive here, so no new loop can reuse the
+        /// object's address).
+        struct Dead: Sendable {
+            let thread: pthread_t
+            let loop: Loop
+            let timer: LoopTimer
+        }
+        let dead = Locked<[Dead]>([])
+        let problems = Recorder<String>()
+        let reuses = Counter()
+        // glibc reuses a joined thread's stack, and with it the `pthread_t` value, for the next thread.
+        for _ in 0..<500 where reuses.current < 20 {
+            let thread = TestThread {
+                let me = pthread_self()
+                let earlier = dead.withLock { $0.filter { pthread_equal($0.thread, me) != 0 } }
+                if !earlier.isEmpty { reuses.increment() }
+                let loop = Loop.current
+                for old in earlier {
+                    if old.loop === loop { problems.append("a new thread got the dead thread's loop") }
+                    if old.loop.isCurrent { problems.append("the dead thread's loop says it is current") }
+                    if loop.contains(old.timer) { problems.append("the new loop holds the dead loop's timer") }
+                }
+                let timer = try! LoopTimer(after: .seconds(3600)) { _ in }
+                try! loop.add(timer)
+                dead.withLock { $0.append(Dead(thread: me, loop: loop, timer: timer)) }
+            }
+            thread.join()
+        }
+        #expect(problems.all.isEmpty, "\(problems.all.prefix(5))")
+        #expect(reuses.current > 0, "no pthread_t was reused, so nothing was tested")
+        // A dead thread's loop refuses items however its pthread_t was reused.
+        let last = dead.withLock { $0.last }
+        #expect(throws: LoopError.self) { try last?.loop.add(LoopSource {}) }
     }
 
     @Test func sourcesGetTheirCancelHandlerOnTheExitingThread() {

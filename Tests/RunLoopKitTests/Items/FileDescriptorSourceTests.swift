@@ -66,6 +66,51 @@ import Testing
         #expect(events.all.first?.contains(.hangUp) == true)
     }
 
+    @Test func closingTheReadEndReportsErrorToAWriterWaitingForRoom() {
+        let events = Recorder<FileDescriptorSource.Events>()
+        let pipe = Pipe()
+        defer { Glibc.close(pipe.writeEnd) }
+        // Full: the write end is not writable, so only the error can make the source ready.
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while Glibc.write(pipe.writeEnd, &chunk, chunk.count) > 0 {}
+        let sourceBox = Box<FileDescriptorSource>()
+        let running = ItemsSupport.startRunningLoop { loop in
+            let source = try! FileDescriptorSource(descriptor: pipe.writeEnd, events: .writable) { ready in
+                events.append(ready)
+                sourceBox.value?.invalidate()  // Level-triggered: the error stays; stop watching.
+            }
+            try! loop.add(source)
+            sourceBox.value = source
+        }
+        #expect(waitUntil { running.loop.isWaiting })
+        #expect(events.count == 0)
+        Glibc.close(pipe.readEnd)  // No reader left: EPOLLERR on the write end, reported though not asked for.
+        #expect(waitUntil { events.count == 1 })
+        running.finish()
+        #expect(events.all == [.error])
+    }
+
+    @Test func dataLeftBehindAHangUpIsReadableThenTheHangUpStays() {
+        let events = Recorder<FileDescriptorSource.Events>()
+        let pipe = Pipe()
+        defer { Glibc.close(pipe.readEnd) }
+        ItemsSupport.onLoopThread { loop in
+            let box = Box<FileDescriptorSource>()
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { ready in
+                events.append(ready)
+                pipe.drain()
+                if !ready.contains(.readable) { box.value?.invalidate() }
+            }
+            box.value = source
+            try! loop.add(source)
+            pipe.write()
+            Glibc.close(pipe.writeEnd)
+            ItemsSupport.run(loop, timeout: .seconds(5)) { !source.isValid }
+        }
+        // The byte and the hang-up together; once drained, the hang-up alone (level-triggered, so it stays).
+        #expect(events.all == [[.readable, .hangUp], .hangUp])
+    }
+
     @Test func everyReadyDescriptorIsHandledInTheSamePassLowerOrderFirst() {
         let events = Recorder<String>()
         let pipes = [Pipe(), Pipe(), Pipe()]

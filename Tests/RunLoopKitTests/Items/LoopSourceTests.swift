@@ -272,6 +272,39 @@ import Testing
         #expect(recorder.all == ["early"])
     }
 
+    /// A perform runs "in a mode the source is in": a source an earlier perform of the same pass removed from the
+    /// running mode is not performed there, stays signalled, and is performed when another of its modes runs.
+    ///
+    /// A source removed from the running mode by an earlier perform of the same pass is not performed there (CF
+    /// performs it anyway); it keeps its signal and is performed in a mode it is still in.
+    @Test func sourceRemovedByAnEarlierPerformInTheSamePassIsNotPerformed() {
+        let recorder = Recorder<String>()
+        let signalled = Recorder<Bool>()
+        ItemsSupport.onLoopThread { loop in
+            let late = LoopSource(order: 1, cancel: { _, mode in recorder.append("cancel \(mode)") }) {
+                recorder.append("late in \(loop.currentMode?.name ?? "-")")
+            }
+            let early = LoopSource(order: 0) {
+                recorder.append("early")
+                loop.remove(late)
+            }
+            try! loop.add(early)
+            try! loop.add(late)
+            try! loop.add(late, to: "other")
+            try! loop.add(ItemsSupport.keepAlive())
+            try! loop.add(ItemsSupport.keepAlive(), to: "other")
+            late.signal()
+            early.signal()
+            loop.run(in: .default, for: .zero)
+            signalled.append(late.isSignalled)
+            loop.run(in: "other", for: .zero)
+            late.invalidate()
+            early.invalidate()
+        }
+        #expect(Array(recorder.all.prefix(3)) == ["early", "cancel default", "late in other"])
+        #expect(signalled.all == [true])
+    }
+
     @Test func sourceSignalledBeforeItIsAddedIsPerformedOnceAdded() {
         let performed = Counter()
         ItemsSupport.onLoopThread { loop in

@@ -136,6 +136,41 @@ import Testing
         #expect(after.all == ["finished false"])
     }
 
+    /// Iteration.md: after its handler a repeating timer goes back on its grid, `fire time + k × interval`; a
+    /// handler that re-arms it moves that fire time, so the grid continues from the new time.
+    @Test func setNextFireTimeInsideARepeatingTimersHandlerMovesItsGrid() {
+        let fires = Recorder<Fire>()
+        let rearmedFor = Box<Loop.Instant>()
+        let interval: Int64 = 30_000_000
+        ItemsSupport.onLoopThread { loop in
+            let timer = try! LoopTimer(after: .milliseconds(10), repeating: .nanoseconds(interval)) { timer in
+                fires.append(Fire(scheduled: timer.nextFireTime, actual: .now))
+                if fires.count == 1 {
+                    let next = Loop.Instant.now + .milliseconds(100)  // Not on the old grid (+30, +60, +90 ms).
+                    rearmedFor.value = next
+                    timer.setNextFireTime(next)
+                }
+                if fires.count == 4 { timer.invalidate() }
+            }
+            try! loop.add(timer)
+            loop.run(in: .default, for: .seconds(5))
+        }
+        let all = fires.all
+        #expect(all.count == 4)
+        guard all.count == 4, let rearmedFor = rearmedFor.value else { return }
+        // No fire on the old grid in between: the second fire is the re-armed one.
+        #expect(all[1].scheduled == rearmedFor)
+        #expect((rearmedFor.nanoseconds - all[0].scheduled.nanoseconds) % interval != 0)
+        var previous = rearmedFor
+        for fire in all[2...] {
+            let offset = fire.scheduled.nanoseconds - rearmedFor.nanoseconds
+            #expect(offset % interval == 0, "off the new grid by \(offset % interval) ns")
+            #expect(fire.scheduled > previous)
+            previous = fire.scheduled
+        }
+        for fire in all { #expect(fire.actual >= fire.scheduled) }
+    }
+
     @Test func setNextFireTimeFromAnotherThreadWakesTheSleepingLoop() {
         let fired = Box<Loop.Instant>()
         let timerBox = Box<LoopTimer>()
@@ -308,5 +343,31 @@ import Testing
             loop.run(in: .default, for: .seconds(5))
         }
         #expect(order.all == ["a", "b", "e", "d", "c"])
+    }
+
+    /// A due timer removed from the running mode by an earlier handler of the same pass does not fire there (CF
+    /// fires it anyway); still in another mode, it fires once when that mode runs.
+    @Test func dueTimerRemovedFromTheRunningModeByAnEarlierHandlerFiresInItsOtherMode() {
+        let recorder = Recorder<String>()
+        ItemsSupport.onLoopThread { loop in
+            let past = Loop.Instant.now + .milliseconds(-10)
+            let late = try! LoopTimer(fireAt: past + .milliseconds(1)) { _ in
+                recorder.append("late in \(loop.currentMode?.name ?? "-")")
+            }
+            let early = try! LoopTimer(fireAt: past) { _ in
+                recorder.append("early")
+                loop.remove(late)
+            }
+            try! loop.add(early)
+            try! loop.add(late)
+            try! loop.add(late, to: "other")
+            try! loop.add(ItemsSupport.keepAlive())
+            loop.run(in: .default, for: .zero)
+            recorder.append("valid \(late.isValid)")
+            loop.run(in: "other", for: .zero)
+            loop.run(in: "other", for: .zero)
+            recorder.append("valid \(late.isValid)")
+        }
+        #expect(recorder.all == ["early", "valid true", "late in other", "valid false"])
     }
 }

@@ -6,7 +6,11 @@ import Testing
 /// After `fork()` the child must not use the parent's loops (their epoll set, eventfd and timerfd are the
 /// parent's kernel objects): it gets fresh loops, and the parent's loops cannot wake the parent or be run.
 /// Each scenario runs in an exit-test child process, which then forks: fewer threads hold runtime locks there.
-@Suite struct ForkTests {
+@Suite(
+    .disabled(
+        if: Reliability.runningUnderThreadSanitizer, "fork() from a multi-threaded process is unsupported under TSan")
+)
+struct ForkTests {
     /// The parent side: a loop thread asleep in `epoll_wait` that counts its wake-ups and performs.
     struct SleepingParent {
         let running: ItemsSupport.RunningLoop

@@ -22,6 +22,13 @@ enum Reliability {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
     }
 
+    /// Whether this process runs under ThreadSanitizer (its runtime is loaded).
+    ///
+    /// TSan does not support `fork()` in a multi-threaded process: it turns itself off in the child, whose next
+    /// step can then hang on a lock another thread held at the fork (google/sanitizers#453, llvm-project#96600).
+    /// The fork tests are skipped there; they run in the plain and AddressSanitizer runs.
+    static let runningUnderThreadSanitizer: Bool = dlsym(nil, "__tsan_init") != nil
+
     /// Prints a measured figure, so the last run's numbers can be copied into Docs/Reliability.md.
     static func report(_ line: String) {
         print("[reliability] \(line)")
