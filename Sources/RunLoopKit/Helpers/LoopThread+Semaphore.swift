@@ -3,7 +3,8 @@ import Glibc
 extension LoopThread {
     /// A counting semaphore on Glibc's `sem_t`: one thread waits, another posts. Safe from any thread.
     ///
-    /// Used to hand a result from the worker to a waiting thread (start-up, ``LoopThread/performAndWait(in:_:)``).
+    /// Used to hand a result from the worker to a waiting thread (start-up,
+    /// ``LoopThread/performAndWait(in:_:)-([Loop.Mode],_)``).
     final class Semaphore: @unchecked Sendable {
         // Unchecked Sendable: `sem_t` is made for sharing between threads; the pointer never changes and is freed
         // only in deinit, when no other thread can hold a reference.

@@ -15,27 +15,43 @@ extension LoopThread {
 
         struct Admission {
             var stopping = false
-            /// Admitted blocks not yet run, by the mode they were queued for.
+            /// Admitted blocks not yet run, by the mode whose pass the drain would run them in (see
+            /// ``drainMode(for:)``).
             var pending: [Loop.Mode: Int] = [:]
         }
 
         var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 
-        /// Queues `work` on `loop` in `mode` unless stopping began; counts it until it has run.
+        /// Queues `work` on `loop` for a pass in any of `modes` unless stopping began; counts it until it has run.
+        ///
+        /// - Throws: ``LoopError/Code/invalidArgument`` when `modes` is empty (checked first);
+        ///   ``LoopError/Code/threadStopped`` once stopping began.
         func admit(
             _ work: @escaping @Sendable () -> Void,
-            in mode: Loop.Mode,
+            in modes: [Loop.Mode],
             on loop: Loop
         ) throws(LoopError) {
+            try LoopThread.requireModes(modes)
+            let drainMode = Self.drainMode(for: modes)
             try admission.withLock { (state: inout Admission) throws(LoopError) -> Void in
                 guard !state.stopping else { throw LoopThread.stoppedError() }
-                state.pending[mode, default: 0] += 1
-                let queued = loop.perform(in: mode) { [self] in
+                state.pending[drainMode, default: 0] += 1
+                let body: @Sendable () -> Void = { [self] in
                     work()
-                    admission.withLock { $0.pending[mode, default: 1] -= 1 }
+                    admission.withLock { $0.pending[drainMode, default: 1] -= 1 }
                 }
+                // One mode keeps the core's single-mode fast path (no array to search in each pass).
+                let queued = modes.count == 1 ? loop.perform(in: modes[0], body) : loop.perform(in: modes, body)
                 precondition(queued, "RunLoopKit: a LoopThread's loop ended before its stop")
             }
+        }
+
+        /// The one mode whose zero-length pass runs a block queued for `modes` (not empty) in the drain at stop:
+        /// the default mode if the block may run there (it names ``Loop/Mode/default`` or ``Loop/Mode/common``,
+        /// which always includes it), else the first of its modes by name.
+        static func drainMode(for modes: [Loop.Mode]) -> Loop.Mode {
+            if modes.contains(where: { $0 == .default || $0 == .common }) { return .default }
+            return modes.min { $0.name < $1.name }!
         }
 
         /// Closes admission and asks the worker's loop to stop; answers whether this call began the stop.
@@ -51,11 +67,12 @@ extension LoopThread {
             return true
         }
 
-        /// The modes that still have admitted blocks waiting: the default mode (and the common modes, which it
-        /// stands for) first, as the worker's own run would have served them, then the others by name.
+        /// The modes whose passes run the admitted blocks still waiting: the default mode (for blocks that may run
+        /// there, the common modes included) first, as the worker's own run would have served them, then the
+        /// others by name.
         func modesWithPendingWork() -> [Loop.Mode] {
             let modes = admission.withLock { admission in admission.pending.filter { $0.value > 0 }.map(\.key) }
-            return modes.map { $0 == .common ? .default : $0 }.sorted { left, right in
+            return modes.sorted { left, right in
                 if (left == .default) != (right == .default) { return left == .default }
                 return left.name < right.name
             }
@@ -133,5 +150,13 @@ extension LoopThread {
 
     static func stoppedError() -> LoopError {
         LoopError(.threadStopped, message: "the LoopThread was stopped and accepts no more work")
+    }
+
+    /// Rejects an empty mode list: a block for no mode could never run (the core accepts it and never runs it;
+    /// here every admitted block runs, and ``LoopThread/performAndWait(in:_:)-([Loop.Mode],_)`` would wait
+    /// forever).
+    static func requireModes(_ modes: [Loop.Mode]) throws(LoopError) {
+        guard modes.isEmpty else { return }
+        throw LoopError(.invalidArgument, message: "a LoopThread block needs at least one mode, got an empty list")
     }
 }

@@ -89,7 +89,22 @@ public final class LoopThread: Sendable {
     ///   - work: The block; it runs on the worker's thread.
     /// - Throws: ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
     public func perform(in mode: Loop.Mode = .default, _ work: @escaping @Sendable () -> Void) throws(LoopError) {
-        try worker.admit(work, in: mode, on: loop)
+        try perform(in: [mode], work)
+    }
+
+    /// Queues `work` to run once on the worker, at the next block point of a pass in any of `modes`: use it for
+    /// work that must also run while a block of the worker runs the loop nested in another mode (say
+    /// `[.default, "tracking"]`). Safe from any thread.
+    ///
+    /// - Parameters:
+    ///   - modes: The modes whose passes may run the block; ``Loop/Mode/common`` stands for every common mode.
+    ///     The drain at stop runs it in the default mode if it names it (or `.common`), else in its first mode by
+    ///     name.
+    ///   - work: The block; it runs on the worker's thread.
+    /// - Throws: ``LoopError/Code/invalidArgument`` when `modes` is empty (a block for no mode could never run);
+    ///   ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
+    public func perform(in modes: [Loop.Mode], _ work: @escaping @Sendable () -> Void) throws(LoopError) {
+        try worker.admit(work, in: modes, on: loop)
     }
 
     /// Runs `work` on the worker and waits for it, returning its value or rethrowing its error.
@@ -106,12 +121,33 @@ public final class LoopThread: Sendable {
         in mode: Loop.Mode = .default,
         _ work: @escaping @Sendable () throws -> T
     ) throws -> T {
+        try performAndWait(in: [mode], work)
+    }
+
+    /// Runs `work` on the worker in a pass of any of `modes` and waits for it, returning its value or rethrowing
+    /// its error: use it to call into the worker while one of its blocks may be running the loop nested in
+    /// another mode. Safe from any thread.
+    ///
+    /// Called on the worker itself, it runs `work` at once instead of deadlocking.
+    /// - Parameters:
+    ///   - modes: The modes whose passes may run the block (ignored when called on the worker, but still checked);
+    ///     ``Loop/Mode/common`` stands for every common mode.
+    ///   - work: The block; it runs on the worker's thread.
+    /// - Returns: What `work` returned.
+    /// - Throws: What `work` threw; ``LoopError/Code/invalidArgument`` when `modes` is empty, or
+    ///   ``LoopError/Code/threadStopped`` once ``stop()`` has begun (both before `work` ran).
+    @discardableResult
+    public func performAndWait<T: Sendable>(
+        in modes: [Loop.Mode],
+        _ work: @escaping @Sendable () throws -> T
+    ) throws -> T {
         if loop.isCurrent {
+            try LoopThread.requireModes(modes)
             guard !worker.isStopping else { throw LoopThread.stoppedError() }
             return try work()
         }
         let outcome = Outcome<T>()
-        try worker.admit({ outcome.finish(Result { try work() }) }, in: mode, on: loop)
+        try worker.admit({ outcome.finish(Result { try work() }) }, in: modes, on: loop)
         return try outcome.wait().get()
     }
 
@@ -133,7 +169,8 @@ public final class LoopThread: Sendable {
 }
 
 extension LoopThread {
-    /// One result handed from the worker to the thread waiting in ``LoopThread/performAndWait(in:_:)``.
+    /// One result handed from the worker to the thread waiting in
+    /// ``LoopThread/performAndWait(in:_:)-([Loop.Mode],_)``.
     final class Outcome<T: Sendable>: Sendable {
         private let result = Locked<Result<T, any Error>?>(nil)
         private let done = Semaphore()

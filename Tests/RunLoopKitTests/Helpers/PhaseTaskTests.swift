@@ -64,6 +64,37 @@ private struct PhaseFixture {
         #expect(fixture.activity(before: "end") == "beforeWaiting")
     }
 
+    @Test func idleFromAnotherThreadWakesTheLoopAndRunsOnceWhenTheWokenPassEnds() throws {
+        let fixture = try PhaseFixture(name: "pt-idle")
+        defer { fixture.stop() }
+        #expect(waitUntil { fixture.worker.loop.isWaiting })
+        fixture.events.removeAll()  // The loop sleeps: nothing is recorded until the task wakes it.
+        let onWorker = Box<Bool>()
+        let runs = Counter()
+        fixture.scheduler.schedule(at: .idle) {
+            onWorker.value = Loop.current === fixture.worker.loop
+            runs.increment()
+            fixture.events.append("task:idle")
+        }
+        #expect(waitUntil { fixture.index(of: "idle") != nil })
+        let events = fixture.events.all
+        let idle = try #require(fixture.index(of: "idle"))
+        // The wake-up the scheduling sent begins a pass; no current-pass-end or next-pass task is pending, so the
+        // task runs at that pass's beforeWaiting: the first one after the wake-up, with no other wake-up between.
+        #expect(events.first == "activity:afterWaiting")
+        #expect(events.firstIndex(of: "activity:beforeWaiting") == idle - 1)
+        #expect(events[..<idle].filter { $0 == "activity:afterWaiting" }.count == 1)
+        #expect(onWorker.value == true)
+        // More passes, each with a beforeWaiting and a sleep: the task does not run again.
+        for _ in 0..<5 {
+            try fixture.worker.performAndWait {}
+            #expect(waitUntil { fixture.worker.loop.isWaiting })
+        }
+        #expect(fixture.events.all.filter { $0 == "activity:beforeWaiting" }.count >= 6)
+        #expect(runs.current == 1)
+        #expect(fixture.events.all.filter { $0 == "task:idle" }.count == 1)
+    }
+
     @Test func phasesScheduledDuringAPassRunInTheirOrder() throws {
         let fixture = try PhaseFixture(name: "pt-order")
         defer { fixture.stop() }

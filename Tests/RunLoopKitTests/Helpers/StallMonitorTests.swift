@@ -59,19 +59,19 @@ private func busyWait(_ duration: Duration) {
         defer { monitor.stop() }
         try watched.performAndWait {}
 
-        // A chain of 3 ms blocks for 500 ms: the loop never sleeps, but goes round every one or two blocks.
-        let end = Loop.Instant.now + .milliseconds(500)
+        // A chain of 150 blocks of 3 ms (at least 450 ms busy): the loop never sleeps, but goes round every one or
+        // two blocks. Counted rather than timed, so a loaded machine makes the chain slower, not shorter.
         let blocks = Counter()
         let done = Box<Bool>(false)
         @Sendable func step() {
             busyWait(.milliseconds(3))
             blocks.increment()
-            if Loop.Instant.now < end { Loop.current.perform(step) } else { done.value = true }
+            if blocks.current < 150 { Loop.current.perform(step) } else { done.value = true }
         }
         try watched.perform(step)
-        #expect(waitUntil { done.value == true })
+        #expect(waitUntil(timeout: .seconds(30)) { done.value == true })
         try watched.performAndWait {}
-        #expect(blocks.current >= 50)
+        #expect(blocks.current == 150)
         #expect(reports.count == 0)
     }
 

@@ -31,29 +31,42 @@ import Testing
 
     /// 1,000 threads in batches: afterwards the process has as many descriptors and threads as before. Run in a
     /// child process (an exit test), so tests running in parallel cannot disturb the counts.
+    ///
+    /// Even in the child the Swift runtime is not idle: its Dispatch worker threads retire after a while and its
+    /// epoll manager opens a timerfd the first time it arms a timer, either of which can land inside a measurement,
+    /// rarely and once. So the measurement is repeated, at most three times, until one finds the counts exactly as
+    /// before. A real leak cannot pass that way: it leaves threads or descriptors behind in every attempt.
     @Test func aThousandLoopThreadsLeaveNoDescriptorOrThreadBehind() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             let threads = Reliability.size(1_000, soak: 10_000)
             // Warm up: the first loop creates process-wide state (the thread-specific key, the fork handler).
             ThreadChurnTests.shortLivedLoopThread().join()
-            let descriptorsBefore = Reliability.openDescriptors()
-            let threadsBefore = Reliability.threadCount()
-            let start = Loop.Instant.now
-            for _ in 0..<(threads / 50) {
-                let batch = (0..<50).map { _ in ThreadChurnTests.shortLivedLoopThread() }
-                for thread in batch { thread.join() }
-            }
-            let elapsed = Loop.Instant.now - start
-            // Joined threads are gone from /proc/self/task once the kernel reaps them: wait for it, with a limit.
-            _ = waitUntil(timeout: .seconds(10)) { Reliability.threadCount() == threadsBefore }
-            let descriptorsAfter = Reliability.openDescriptors()
-            let threadsAfter = Reliability.threadCount()
-            Reliability.report(
-                "thread churn: \(threads) loop threads, descriptors \(descriptorsBefore.count) -> "
-                    + "\(descriptorsAfter.count), threads \(threadsBefore) -> \(threadsAfter), \(elapsed)")
-            exit(descriptorsAfter == descriptorsBefore && threadsAfter == threadsBefore ? 0 : 1)
+            for attempt in 1...3 where ThreadChurnTests.churn(threads: threads, attempt: attempt) { exit(0) }
+            exit(1)
         }
         print(String(decoding: result?.standardOutputContent ?? [], as: UTF8.self), terminator: "")
+    }
+
+    /// Runs `threads` short-lived loop threads in batches of 50; answers whether descriptors and threads came back.
+    static func churn(threads: Int, attempt: Int) -> Bool {
+        let descriptorsBefore = Reliability.openDescriptors()
+        let threadsBefore = Reliability.threadCount()
+        let start = Loop.Instant.now
+        for _ in 0..<(threads / 50) {
+            let batch = (0..<50).map { _ in ThreadChurnTests.shortLivedLoopThread() }
+            for thread in batch { thread.join() }
+        }
+        let elapsed = Loop.Instant.now - start
+        // Joined threads are gone from /proc/self/task once the kernel reaps them: wait for it, with a limit.
+        let exact = waitUntil(timeout: .seconds(10)) {
+            Reliability.threadCount() == threadsBefore && Reliability.openDescriptors() == descriptorsBefore
+        }
+        let descriptorsAfter = Reliability.openDescriptors()
+        Reliability.report(
+            "thread churn (attempt \(attempt)): \(threads) loop threads, descriptors \(descriptorsBefore.count) -> "
+                + "\(descriptorsAfter.count) (opened \(descriptorsAfter.subtracting(descriptorsBefore).sorted())), "
+                + "threads \(threadsBefore) -> \(Reliability.threadCount()), \(elapsed)")
+        return exact
     }
 
     /// Threads exit while other threads signal their sources, stop and wake their loops, post blocks and add
