@@ -12,25 +12,13 @@ import Testing
         return timer
     }
 
-    /// A small deterministic generator (SplitMix64), so a failure can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static func precedes(_ a: LoopTimer, _ b: LoopTimer) -> Bool {
         a.latest != b.latest ? a.latest < b.latest : a.sequence < b.sequence
     }
 
     @Test(arguments: [1 as UInt64, 2, 3, 42])
     func randomOperationsMatchASortedReference(seed: UInt64) {
-        var random = SplitMix(state: seed)
+        var random = SplitMix64(seed: seed)
         var heap = TimerHeap()
         var reference: [LoopTimer] = []
         var sequence: UInt64 = 0
@@ -92,7 +80,7 @@ import Testing
     /// Many timers (a million in release builds) inserted, a third removed from the middle, the rest drained in order.
     @Test func manyTimersInsertedAndRemoved() {
         let count = Self.manyTimers
-        var random = SplitMix(state: 7)
+        var random = SplitMix64(seed: 7)
         var heap = TimerHeap()
         var timers: [LoopTimer] = []
         timers.reserveCapacity(count)
