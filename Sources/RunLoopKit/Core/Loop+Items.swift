@@ -177,7 +177,7 @@ extension Loop {
     func addToMode(_ item: AnyItem, _ state: ModeState) {
         let core = item.core
         guard core.isValid, !core.isIn(modeID: state.id) else { return }
-        core.memberships.append(ItemCore.Membership(modeID: state.id, slot: state.insert(item)))
+        core.memberships.insert(ItemCore.Membership(modeID: state.id, slot: state.insert(item)))
         switch item {
         case .source(let source):
             source.scheduleHandler?(self, state.name)
@@ -205,8 +205,7 @@ extension Loop {
     /// Takes `item` out of `state`, with what each kind needs on leaving. Loop thread only.
     func removeFromMode(_ item: AnyItem, _ state: ModeState) {
         let core = item.core
-        guard let index = core.memberships.firstIndex(where: { $0.modeID == state.id }) else { return }
-        let slot = core.memberships.remove(at: index).slot
+        guard let slot = core.memberships.remove(modeID: state.id) else { return }
         state.remove(item, at: slot)
         switch item {
         case .source(let source):
@@ -230,8 +229,8 @@ extension Loop {
             commonItems[item.identity] = nil
             item.core.isCommon = false
         }
-        // Popped one by one rather than iterated, so removing does not copy the array being iterated.
-        while let membership = item.core.memberships.last { removeFromMode(item, modeList[membership.modeID]) }
+        // Taken one at a time rather than iterated, so removing does not mutate what is being iterated.
+        while let membership = item.core.memberships.any { removeFromMode(item, modeList[membership.modeID]) }
         switch item {
         case .timer(let timer): unschedule(timer)
         case .descriptor(let source): unregister(source)

@@ -12,14 +12,8 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     /// False once invalidated; never true again.
     private let valid = Atomic<Bool>(true)
 
-    /// Where the item sits in one mode: the mode's id, and the item's index in that mode's array of its kind.
-    struct Membership {
-        let modeID: Int
-        var slot: Int
-    }
-
-    /// The owner's modes the item is in (a short array: items live in one or a few modes).
-    var memberships: [Membership] = []
+    /// The owner's modes the item is in, with its slot in each.
+    var memberships = Memberships()
     /// Whether the item was added to the common pseudo-mode of its owner.
     var isCommon = false
 
@@ -57,15 +51,12 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     var isInAnyMode: Bool { !memberships.isEmpty }
 
     func isIn(modeID: Int) -> Bool {
-        memberships.contains { $0.modeID == modeID }
+        memberships.contains(modeID: modeID)
     }
 
     /// Records that the item moved to index `slot` of mode `modeID`'s array (a swap-remove moved it).
     func moved(to slot: Int, inMode modeID: Int) {
-        for index in memberships.indices where memberships[index].modeID == modeID {
-            memberships[index].slot = slot
-            return
-        }
+        memberships.setSlot(slot, modeID: modeID)
     }
 }
 
