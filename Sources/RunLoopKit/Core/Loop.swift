@@ -145,11 +145,13 @@ public final class Loop: @unchecked Sendable {
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
     ///
-    /// See ``perform(in:_:)-(Mode,_)``.
-    /// - Returns: `false` if the loop's thread has exited, so the block will never run.
+    /// See ``perform(in:_:)-(Mode,_)``. An empty `modes` list names no pass the block could run in: the block is
+    /// dropped at once (not kept forever, never to run) and the call answers `false`.
+    /// - Returns: `false` if `modes` is empty or the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
-        enqueue(PendingBlock(modes: .many(modes), body: block))
+        guard !modes.isEmpty else { return false }
+        return enqueue(PendingBlock(modes: .many(modes), body: block))
     }
 
     private func enqueue(_ block: PendingBlock) -> Bool {

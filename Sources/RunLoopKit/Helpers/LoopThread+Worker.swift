@@ -152,9 +152,9 @@ extension LoopThread {
         LoopError(.threadStopped, message: "the LoopThread was stopped and accepts no more work")
     }
 
-    /// Rejects an empty mode list: a block for no mode could never run (the core accepts it and never runs it;
-    /// here every admitted block runs, and ``LoopThread/performAndWait(in:_:)-([Loop.Mode],_)`` would wait
-    /// forever).
+    /// Rejects an empty mode list: a block for no mode could never run (the core drops it and answers `false`;
+    /// here that would be a silently lost block, and ``LoopThread/performAndWait(in:_:)-([Loop.Mode],_)`` would
+    /// wait forever).
     static func requireModes(_ modes: [Loop.Mode]) throws(LoopError) {
         guard modes.isEmpty else { return }
         throw LoopError(.invalidArgument, message: "a LoopThread block needs at least one mode, got an empty list")

@@ -59,19 +59,23 @@ public final class PhaseTaskScheduler: Sendable {
     /// - Parameters:
     ///   - phase: When in the pass to run it.
     ///   - modes: The modes whose passes may run it; ``Loop/Mode/common`` (the default) stands for every common
-    ///     mode. An empty list matches no mode: the task never runs.
+    ///     mode. An empty list matches no pass, so the task is dropped at once rather than kept, never to run.
     ///   - task: The closure; it runs on the loop's thread, inside the scheduler's observer callout.
+    /// - Returns: `false` when `modes` is empty and the task was dropped.
+    @discardableResult
     public func schedule(
         at phase: LoopPhase,
         in modes: [Loop.Mode] = [.common],
         _ task: @escaping @Sendable () -> Void
-    ) {
+    ) -> Bool {
+        guard !modes.isEmpty else { return false }
         let newModes = observedModes.withLock { observed in modes.filter { observed.insert($0).inserted } }
         for mode in newModes {
             try? loop.add(observer, to: mode)  // Fails only for a terminated loop, where no task can run anyway.
         }
         queue.append(PendingTask(phase: phase, modes: modes, body: task))
         if !loop.isCurrent { loop.wakeUp() }
+        return true
     }
 
     /// Removes the scheduler's observer from the loop; tasks still pending never run. Safe from any thread.

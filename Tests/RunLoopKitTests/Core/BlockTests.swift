@@ -101,6 +101,20 @@ import Testing
         #expect(ran.all == ["b"])
     }
 
+    /// A block for an empty list of modes could never run: it is refused at once instead of kept forever.
+    @Test func aBlockForNoModeIsRefusedAndReleased() {
+        let answers = Recorder<Bool>()
+        let released = ReleaseProbe()
+        ItemsSupport.onLoopThread { loop in
+            // Only the block holds the token: it is released once the loop lets go of the block.
+            answers.append(loop.perform(in: []) { [token = released.token()] in _ = token })
+            answers.append(released.isReleased)
+            try! loop.add(ItemsSupport.keepAlive())
+            loop.run(in: .default, for: .zero)
+        }
+        #expect(answers.all == [false, true])
+    }
+
     @Test func aPendingBlockKeepsAModeFromBeingEmpty() {
         let results = Recorder<String>()
         let elapsed = Box<Duration>()
@@ -131,4 +145,21 @@ import Testing
         thread.join()
         #expect(results.all == ["fresh block", "finished", "other fresh block", "finished"])
     }
+}
+
+/// Tells whether the token it handed out was released (the closure holding it was dropped).
+final class ReleaseProbe: Sendable {
+    private let released = Counter()
+
+    final class Token: Sendable {
+        let onRelease: @Sendable () -> Void
+        init(onRelease: @escaping @Sendable () -> Void) { self.onRelease = onRelease }
+        deinit { onRelease() }
+    }
+
+    func token() -> Token {
+        Token { [released] in released.increment() }
+    }
+
+    var isReleased: Bool { released.current == 1 }
 }

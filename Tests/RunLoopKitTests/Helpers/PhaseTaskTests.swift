@@ -222,4 +222,15 @@ private struct PhaseFixture {
         try worker.performAndWait { Loop.current.run(in: .default, for: .milliseconds(50)) }
         #expect(ran.current == 0)
     }
+
+    /// A task for an empty list of modes could never run: it is dropped at once and the call answers false.
+    @Test func aTaskForNoModeIsDroppedAtOnce() throws {
+        let fixture = try PhaseFixture(name: "pt-nomode")
+        defer { fixture.stop() }
+        #expect(fixture.scheduler.schedule(at: .currentPassEnds, in: [], fixture.task("none")) == false)
+        #expect(fixture.scheduler.schedule(at: .currentPassEnds, fixture.task("common")))
+        #expect(waitUntil { fixture.index(of: "common") != nil })
+        try fixture.worker.performAndWait {}
+        #expect(fixture.index(of: "none") == nil)
+    }
 }
