@@ -49,6 +49,7 @@ extension Loop {
 extension Duration {
     /// The duration in whole nanoseconds, clamped to `Int64`'s range (attoseconds beyond a nanosecond are dropped).
     var saturatingNanoseconds: Int64 {
+        guard self != .zero else { return 0 }  // The common tolerance; `components` divides 128-bit numbers.
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }

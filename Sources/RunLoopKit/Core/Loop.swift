@@ -40,37 +40,37 @@ public final class Loop: @unchecked Sendable {
 
     // MARK: Loop thread only
 
-    var modesByName: [Mode: ModeState] = [:]
-    var modeList: [ModeState] = []
-    var commonModeNames: Set<Mode> = [.default]
+    @exclusivity(unchecked) var modesByName: [Mode: ModeState] = [:]
+    @exclusivity(unchecked) var modeList: [ModeState] = []
+    @exclusivity(unchecked) var commonModeNames: Set<Mode> = [.default]
     /// Items added to the common pseudo-mode, copied into every common mode now and later.
-    var commonItems: [ObjectIdentifier: AnyItem] = [:]
-    var currentModeState: ModeState?
-    var runDepth = 0
+    @exclusivity(unchecked) var commonItems: [ObjectIdentifier: AnyItem] = [:]
+    @exclusivity(unchecked) var currentModeState: ModeState?
+    @exclusivity(unchecked) var runDepth = 0
     /// The innermost run's deadline in monotonic nanoseconds (`Int64.max`: none).
-    var runDeadline: Int64 = .max
+    @exclusivity(unchecked) var runDeadline: Int64 = .max
 
-    var timerHeap = TimerHeap()
-    var nextTimerSequence: UInt64 = 0
+    @exclusivity(unchecked) var timerHeap = TimerHeap()
+    @exclusivity(unchecked) var nextTimerSequence: UInt64 = 0
     /// Timers that came due while none of their modes was running.
-    var parkedTimers: [LoopTimer] = []
+    @exclusivity(unchecked) var parkedTimers: [LoopTimer] = []
     /// Descriptor sources in the epoll set, by descriptor.
-    var registrations: [CInt: FileDescriptorSource] = [:]
+    @exclusivity(unchecked) var registrations: [CInt: FileDescriptorSource] = [:]
     /// Descriptor sources taken out of the epoll set because they were ready while none of their modes ran.
-    var parkedDescriptorSources: [FileDescriptorSource] = []
+    @exclusivity(unchecked) var parkedDescriptorSources: [FileDescriptorSource] = []
     /// Signalled sources not yet performed, sorted by order, then by signal arrival.
-    var signalledSources: [LoopSource] = []
+    @exclusivity(unchecked) var signalledSources: [LoopSource] = []
     /// Blocks waiting for a pass in one of their modes, oldest first.
-    var blocks: [PendingBlock] = []
+    @exclusivity(unchecked) var blocks: [PendingBlock] = []
 
     /// Reusable arrays, so a pass allocates nothing in the steady state (nested runs take their own).
-    var blockArrays = ArrayPool<PendingBlock>()
-    var inboxArrays = ArrayPool<Inbox.Entry>()
-    var sourceArrays = ArrayPool<LoopSource>()
-    var timerArrays = ArrayPool<LoopTimer>()
-    var readyArrays = ArrayPool<(FileDescriptorSource, FileDescriptorSource.Events)>()
+    @exclusivity(unchecked) var blockArrays = ArrayPool<PendingBlock>()
+    @exclusivity(unchecked) var inboxArrays = ArrayPool<Inbox.Entry>()
+    @exclusivity(unchecked) var sourceArrays = ArrayPool<LoopSource>()
+    @exclusivity(unchecked) var timerArrays = ArrayPool<LoopTimer>()
+    @exclusivity(unchecked) var readyArrays = ArrayPool<(FileDescriptorSource, FileDescriptorSource.Events)>()
     /// One epoll event buffer per nesting depth.
-    var eventBuffers: [UnsafeMutableBufferPointer<epoll_event>] = []
+    @exclusivity(unchecked) var eventBuffers: [UnsafeMutableBufferPointer<epoll_event>] = []
     static let eventBufferCapacity = 64
 
     private init(isMain: Bool) {

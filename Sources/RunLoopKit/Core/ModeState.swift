@@ -6,11 +6,11 @@ final class ModeState {
 
     // Unordered; each item records its index here (its slot) in its `ItemCore` membership for this mode, so
     // insert and remove are O(1) without hashing: removal moves the last item into the hole.
-    private(set) var sources: [LoopSource] = []
-    private(set) var descriptorSources: [FileDescriptorSource] = []
-    private(set) var timers: [LoopTimer] = []
+    @exclusivity(unchecked) private(set) var sources: [LoopSource] = []
+    @exclusivity(unchecked) private(set) var descriptorSources: [FileDescriptorSource] = []
+    @exclusivity(unchecked) private(set) var timers: [LoopTimer] = []
     /// Sorted by order; equal orders keep the order they were added in.
-    private(set) var observers: [LoopObserver] = []
+    @exclusivity(unchecked) private(set) var observers: [LoopObserver] = []
     /// The union of the observers' activities, to skip dispatch cheaply. Only ever grows, as in CF.
     private(set) var observedActivities: Loop.Activity = []
 

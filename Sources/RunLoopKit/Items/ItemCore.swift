@@ -13,7 +13,7 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     private let valid = Atomic<Bool>(true)
 
     /// The owner's modes the item is in, with its slot in each.
-    var memberships = Memberships()
+    @exclusivity(unchecked) var memberships = Memberships()
     /// Whether the item was added to the common pseudo-mode of its owner.
     var isCommon = false
 
