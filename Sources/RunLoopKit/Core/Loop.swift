@@ -105,6 +105,10 @@ public final class Loop: @unchecked Sendable {
 
     // MARK: Any thread
 
+    /// Whether the loop's thread has exited and the loop was torn down: its items were removed, and it accepts no
+    /// item or block any more. Safe from any thread; once true, true for good.
+    public var isTerminated: Bool { terminated.load(ordering: .acquiring) }
+
     /// Whether the loop is asleep in `epoll_wait` (or about to be). Safe from any thread; may be stale at once.
     public var isWaiting: Bool { poller.isWaiting.load(ordering: .relaxed) }
 

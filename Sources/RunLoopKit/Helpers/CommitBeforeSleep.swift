@@ -72,20 +72,25 @@ public final class CommitBeforeSleep<Update: Sendable>: Sendable {
     ///
     /// On the loop's thread the update is committed at the current pass's beforeWaiting (or its run's exit).
     /// From another thread the loop is woken and the update committed at the end of its next pass in one of
-    /// ``modes``. Marks after ``invalidate()`` are dropped.
+    /// ``modes``.
     /// - Parameter update: The update; commits receive updates in the order they were marked.
-    public func mark(_ update: Update) {
+    /// - Returns: `false` if the helper was invalidated or its loop's thread has exited, so the update will never
+    ///   be committed and was dropped. (An update marked while the thread is exiting may be dropped with it.)
+    @discardableResult
+    public func mark(_ update: Update) -> Bool {
+        guard !loop.isTerminated else { return false }
         let onLoopThread = loop.isCurrent
-        let hop = state.withLock { state -> Bool in
-            guard !state.isInvalidated else { return false }
+        let (accepted, hop) = state.withLock { state -> (Bool, Bool) in
+            guard !state.isInvalidated else { return (false, false) }
             state.pending.append(update)
-            guard !onLoopThread, !state.isHopPosted else { return false }
+            guard !onLoopThread, !state.isHopPosted else { return (true, false) }
             state.isHopPosted = true
-            return true
+            return (true, true)
         }
         // The block wakes the loop and keeps the mode from finishing before the commit; once it has run, the
         // wake-up makes sure the pass reaches its beforeWaiting and does not sleep with nothing else to wait for.
         if hop { loop.perform(in: modes) { [loop] in loop.wakeUp() } }
+        return accepted
     }
 
     /// The number of updates marked and not yet committed. Safe from any thread; may be stale at once.

@@ -86,9 +86,11 @@ public final class PassWorkQueue: Sendable {
     ///
     /// Safe from any thread; wakes the loop if it sleeps. A task may queue more tasks.
     /// - Parameter task: The work; it runs once, at a beforeWaiting of a pass in one of ``modes``.
-    /// - Returns: `false` if the queue was invalidated, so the task will never run.
+    /// - Returns: `false` if the queue was invalidated or its loop's thread has exited, so the task will never
+    ///   run. (A task queued while the thread is exiting may be dropped with the loop.)
     @discardableResult
     public func enqueue(_ task: @escaping @Sendable () -> Void) -> Bool {
+        guard !loop.isTerminated else { return false }
         let onLoopThread = loop.isCurrent
         let action = state.withLock { state -> EnqueueAction in
             guard !state.isInvalidated else { return .rejected }

@@ -20,6 +20,11 @@ extension PhaseTaskScheduler {
             tasks.withLock { $0.append(task) }
         }
 
+        /// Drops every pending task.
+        func removeAll() {
+            tasks.withLock { $0.removeAll() }
+        }
+
         /// Handles one activity of `loop` (on its thread): runs the tasks due at it in the running mode.
         func handle(_ activity: Loop.Activity, on loop: Loop) {
             guard let mode = loop.currentMode else { return }

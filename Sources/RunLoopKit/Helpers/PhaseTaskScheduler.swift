@@ -55,31 +55,37 @@ public final class PhaseTaskScheduler: Sendable {
     /// Safe from any thread. Called from another thread it wakes the loop; called on the loop's thread during a
     /// pass, a ``LoopPhase/currentPassEnds`` task runs when that pass ends, and a ``LoopPhase/nextPassBegins``
     /// task when the loop next wakes (the scheduler makes the loop go round once more rather than sleep with a
-    /// task of its running mode pending). Nothing runs for a loop whose thread has exited.
+    /// task of its running mode pending).
     /// - Parameters:
     ///   - phase: When in the pass to run it.
     ///   - modes: The modes whose passes may run it; ``Loop/Mode/common`` (the default) stands for every common
     ///     mode. An empty list matches no pass, so the task is dropped at once rather than kept, never to run.
     ///   - task: The closure; it runs on the loop's thread, inside the scheduler's observer callout.
-    /// - Returns: `false` when `modes` is empty and the task was dropped.
+    /// - Returns: `false` when `modes` is empty, the scheduler was invalidated or the loop's thread has exited, and
+    ///   the task was dropped. (A task scheduled while the scheduler is invalidated or the thread exits may be
+    ///   dropped with them.)
     @discardableResult
     public func schedule(
         at phase: LoopPhase,
         in modes: [Loop.Mode] = [.common],
         _ task: @escaping @Sendable () -> Void
     ) -> Bool {
-        guard !modes.isEmpty else { return false }
+        guard !modes.isEmpty, observer.isValid, !loop.isTerminated else { return false }
         let newModes = observedModes.withLock { observed in modes.filter { observed.insert($0).inserted } }
         for mode in newModes {
             try? loop.add(observer, to: mode)  // Fails only for a terminated loop, where no task can run anyway.
         }
         queue.append(PendingTask(phase: phase, modes: modes, body: task))
+        // Invalidated meanwhile: the task must not be left behind (invalidate may have emptied the queue first).
+        if !observer.isValid { queue.removeAll() }
         if !loop.isCurrent { loop.wakeUp() }
         return true
     }
 
-    /// Removes the scheduler's observer from the loop; tasks still pending never run. Safe from any thread.
+    /// Removes the scheduler's observer from the loop and drops the tasks still pending; they never run. Safe from
+    /// any thread.
     public func invalidate() {
         observer.invalidate()
+        queue.removeAll()
     }
 }
