@@ -30,8 +30,8 @@ allocations() {
 
 small=$(allocations "$passes")
 large=$(allocations $((passes * 2)))
-# P measures twice (plain and crowded), so the larger run has 2 × passes extra passes.
-extra_passes=$((passes * 2))
+# P measures three times (plain, crowded, monitored by a StallMonitor), so the larger run has 3 × passes extra.
+extra_passes=$((passes * 3))
 extra_allocations=$((large - small))
 echo "alloc-check: ${small} allocations with ${passes} passes per measurement, ${large} with $((passes * 2));" \
     "${extra_allocations} allocations in ${extra_passes} extra passes"

@@ -10,7 +10,8 @@ import RunLoopKit
 /// repeating timer every 100 µs fires now and then. So the pass never sleeps and never needs the eventfd.
 ///
 /// Metrics: `pass` (ns per pass, one item of each kind), `crowded` (the same with the idle items registered) and
-/// `crowded/pass`, which stays near 1 when a pass costs what is signalled or due, not what is registered.
+/// `crowded/pass`, which stays near 1 when a pass costs what is signalled or due, not what is registered; then
+/// `monitored` (the plain pass with a `StallMonitor` watching the loop) and `monitored/pass`, the monitor's cost.
 ///
 /// `LOOP_BENCH_PASSES` overrides the number of passes (default 200,000; `--quick` divides it by 10), which
 /// `scripts/alloc-check.sh` uses to count heap allocations per pass under valgrind.
@@ -32,10 +33,13 @@ final class PassCostBenchmark: Benchmark {
     func run() throws -> [Metric] {
         let plain = try PassDriver.measure(passes: passes, idleItems: 0)
         let crowded = try PassDriver.measure(passes: passes, idleItems: Self.idleItems)
+        let monitored = try PassDriver.measure(passes: passes, idleItems: 0, monitored: true)
         return [
             Metric("pass", unit: "ns", key: "pass_ns", value: plain, decimals: 0),
             Metric("crowded", unit: "ns", key: "crowded_pass_ns", value: crowded, decimals: 0),
             Metric("crowded/pass", unit: "x", key: "crowded_ratio", value: crowded / plain, decimals: 2),
+            Metric("monitored", unit: "ns", key: "monitored_pass_ns", value: monitored, decimals: 0),
+            Metric("monitored/pass", unit: "x", key: "monitored_ratio", value: monitored / plain, decimals: 2),
         ]
     }
 
@@ -49,19 +53,21 @@ final class PassCostBenchmark: Benchmark {
 private final class PassDriver: @unchecked Sendable {
     private let passes: Int
     private let idleItems: Int
+    private let monitored: Bool
     private var start: Int64 = 0
     private var end: Int64 = 0
     private var failure: BenchmarkFailure?
     private let done = WaitCounter()
 
-    private init(passes: Int, idleItems: Int) {
+    private init(passes: Int, idleItems: Int, monitored: Bool) {
         self.passes = passes
         self.idleItems = idleItems
+        self.monitored = monitored
     }
 
-    /// Runs the passes on a new thread; answers nanoseconds per pass.
-    static func measure(passes: Int, idleItems: Int) throws -> Double {
-        let driver = PassDriver(passes: passes, idleItems: idleItems)
+    /// Runs the passes on a new thread, watched by a `StallMonitor` if `monitored`; answers nanoseconds per pass.
+    static func measure(passes: Int, idleItems: Int, monitored: Bool = false) throws -> Double {
+        let driver = PassDriver(passes: passes, idleItems: idleItems, monitored: monitored)
         let thread = BenchThread { driver.drive() }
         guard driver.done.wait() else { throw BenchmarkFailure("P: the passes did not finish within 300 s") }
         thread.join()
@@ -114,6 +120,9 @@ private final class PassDriver: @unchecked Sendable {
                 try loop.add(idleTimer)
                 items.append(idleTimer.invalidate)
             }
+            // A 50 ms threshold the 2 µs passes never reach: the monitor only records activities here.
+            let monitor = monitored ? try StallMonitor(loop: loop, threshold: .milliseconds(50)) { _ in } : nil
+            defer { monitor?.stop() }
             var byte: UInt8 = 1
             guard write(writeEnd, &byte, 1) == 1 else {
                 failure = BenchmarkFailure("P: write to the pipe failed, errno \(errno)")
