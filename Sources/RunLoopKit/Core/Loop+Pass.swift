@@ -41,19 +41,21 @@ extension Loop {
         guard let state = currentModeState, !blocks.isEmpty else { return }
         var batch = blockArrays.take()
         swap(&batch, &blocks)
-        var waiting = blockArrays.take()
+        // Blocks for other modes are rare: their array is only taken from the pool when one turns up.
+        var waiting: [PendingBlock]?
         for block in batch {
             if matches(block.modes, state) {
                 block.body()
             } else {
-                waiting.append(block)
+                if waiting == nil { waiting = blockArrays.take() }
+                waiting!.append(block)
             }
         }
-        if !waiting.isEmpty {
-            waiting.append(contentsOf: blocks)
-            swap(&waiting, &blocks)
+        if waiting != nil {  // Mutated in place: binding it to a new variable would copy the array.
+            waiting!.append(contentsOf: blocks)
+            swap(&waiting!, &blocks)
+            blockArrays.give(&waiting!)
         }
-        blockArrays.give(&waiting)
         blockArrays.give(&batch)
     }
 
