@@ -128,10 +128,7 @@ extension Loop {
         if case .descriptor(let source) = item, !source.isRegistered.load(ordering: .acquiring) {
             try register(source)
         }
-        // On the loop's own thread the change is applied directly: no closure is allocated for it.
-        if isCurrent { return apply(item, to: mode) }
-        let sendableItem = UncheckedItem(item)
-        onLoopThread { [self] in apply(sendableItem.item, to: mode) }
+        onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.apply(change.0.item, to: change.1) }
     }
 
     private func apply(_ item: AnyItem, to mode: Mode) {
@@ -147,9 +144,9 @@ extension Loop {
 
     private func remove(_ item: AnyItem, from mode: Mode) {
         guard item.core.owner === self else { return }
-        if isCurrent { return applyRemoval(item, from: mode) }
-        let sendableItem = UncheckedItem(item)
-        onLoopThread { [self] in applyRemoval(sendableItem.item, from: mode) }
+        onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in
+            loop.applyRemoval(change.0.item, from: change.1)
+        }
     }
 
     private func applyRemoval(_ item: AnyItem, from mode: Mode) {
@@ -219,9 +216,7 @@ extension Loop {
 
     /// Invalidation: removes `item` from every mode and the common items, on the loop's thread. Any thread.
     func detachEverywhere(_ item: AnyItem) {
-        if isCurrent { return detachNow(item) }
-        let sendableItem = UncheckedItem(item)
-        onLoopThread { [self] in detachNow(sendableItem.item) }
+        onLoopThread(with: UncheckedItem(item)) { loop, item in loop.detachNow(item.item) }
     }
 
     private func detachNow(_ item: AnyItem) {
@@ -270,11 +265,12 @@ extension Loop {
 
     /// Moves `timer`'s next fire time, on the loop's thread.
     func reschedule(_ timer: LoopTimer, at deadline: Int64) {
-        onLoopThread { [self] in
+        onLoopThread(with: (timer, deadline)) { loop, change in
+            let (timer, deadline) = change
             guard timer.isValid else { return }
-            unschedule(timer)
+            loop.unschedule(timer)
             timer.deadline = deadline
-            if timer.core.isInAnyMode { schedule(timer) }
+            if timer.core.isInAnyMode { loop.schedule(timer) }
         }
     }
 

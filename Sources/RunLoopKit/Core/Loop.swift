@@ -180,6 +180,24 @@ public final class Loop: @unchecked Sendable {
         }
     }
 
+    /// Runs `change(self, argument)` on the loop's thread: now when called there, else before the loop's next pass
+    /// (waking it).
+    ///
+    /// For the item changes made on every add, remove and invalidation: pass a `change` that captures nothing and
+    /// hand it what it needs as `argument`. Called on the loop's thread nothing is allocated then; only a change
+    /// sent from another thread is wrapped in a closure for the inbox.
+    @inline(__always)
+    func onLoopThread<Argument: Sendable>(
+        with argument: Argument,
+        _ change: @escaping @Sendable (Loop, Argument) -> Void
+    ) {
+        if isCurrent {
+            change(self, argument)
+        } else {
+            onLoopThread { [self] in change(self, argument) }
+        }
+    }
+
     /// Traps unless the caller is the loop's thread, naming the misused call.
     func preconditionOnLoopThread(_ call: StaticString = #function) {
         precondition(
