@@ -68,7 +68,7 @@ final class ModeState {
         let last = items.removeLast()
         guard slot < items.count else { return }
         items[slot] = last
-        last.core.moved(to: slot, inMode: id)
+        last.core.memberships.setSlot(slot, modeID: id)
     }
 }
 

@@ -53,11 +53,6 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     func isIn(modeID: Int) -> Bool {
         memberships.contains(modeID: modeID)
     }
-
-    /// Records that the item moved to index `slot` of mode `modeID`'s array (a swap-remove moved it).
-    func moved(to slot: Int, inMode modeID: Int) {
-        memberships.setSlot(slot, modeID: modeID)
-    }
 }
 
 /// Any of the four kinds of item, so the loop's membership code is written once.

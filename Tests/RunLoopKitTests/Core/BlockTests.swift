@@ -152,14 +152,12 @@ final class ReleaseProbe: Sendable {
     private let released = Counter()
 
     final class Token: Sendable {
-        let onRelease: @Sendable () -> Void
-        init(onRelease: @escaping @Sendable () -> Void) { self.onRelease = onRelease }
-        deinit { onRelease() }
+        let released: Counter
+        init(_ released: Counter) { self.released = released }
+        deinit { released.increment() }
     }
 
-    func token() -> Token {
-        Token { [released] in released.increment() }
-    }
+    func token() -> Token { Token(released) }
 
     var isReleased: Bool { released.current == 1 }
 }

@@ -41,7 +41,9 @@ import Testing
             let threads = Reliability.size(1_000, soak: 10_000)
             // Warm up: the first loop creates process-wide state (the thread-specific key, the fork handler).
             ThreadChurnTests.shortLivedLoopThread().join()
-            for attempt in 1...3 where ThreadChurnTests.churn(threads: threads, attempt: attempt) { exit(0) }
+            for attempt in 1...3 {
+                if ThreadChurnTests.churn(threads: threads, attempt: attempt) { exit(0) }
+            }
             exit(1)
         }
         print(String(decoding: result?.standardOutputContent ?? [], as: UTF8.self), terminator: "")

@@ -26,6 +26,26 @@ import Testing
     /// thread, 3 invalidated from another thread; even-numbered batches are added from the loop's thread.
     static func kind(_ index: Int) -> Int { index % 4 }
 
+    /// Adds the timers `makeTimer` makes for `range` to `loop`: from the calling thread, or from a block on the
+    /// loop's thread (waiting until it ran).
+    static func addTimers(
+        _ range: Range<Int>,
+        to loop: Loop,
+        fromLoopThread: Bool,
+        _ makeTimer: @escaping @Sendable (Int) -> LoopTimer
+    ) {
+        guard fromLoopThread else {
+            for index in range { try! loop.add(makeTimer(index)) }
+            return
+        }
+        let added = ItemsSupport.Flag()
+        loop.perform {
+            for index in range { try! Loop.current.add(makeTimer(index)) }
+            added.set()
+        }
+        _ = waitUntil { added.isSet }
+    }
+
     @Test func timersAddedRearmedAndInvalidatedFromEverywhereWhileFiring() {
         let count = Reliability.size(40_000, soak: 400_000)
         let ledger = Ledger(count: count)
@@ -52,16 +72,7 @@ import Testing
                 var random = SplitMix64(seed: UInt64(worker) + 7)
                 for first in stride(from: worker * batch, to: count, by: 2 * batch) {
                     let range = first..<min(first + batch, count)
-                    if (first / batch) % 4 < 2 {
-                        for index in range { try! loop.add(makeTimer(index)) }
-                    } else {
-                        let made = Box<Bool>(false)
-                        loop.perform {
-                            for index in range { try! Loop.current.add(makeTimer(index)) }
-                            made.value = true
-                        }
-                        _ = waitUntil { made.value == true }
-                    }
+                    Self.addTimers(range, to: loop, fromLoopThread: (first / batch) % 4 >= 2, makeTimer)
                     for index in range {
                         let timer = timers.withLock { $0[index] }!
                         switch Self.kind(index) {
@@ -217,16 +228,7 @@ import Testing
                 var random = SplitMix64(seed: UInt64(worker) + 11)
                 for first in stride(from: worker * batch, to: count, by: 2 * batch) {
                     let range = first..<min(first + batch, count)
-                    if (first / batch) % 4 < 2 {
-                        for index in range { try! loop.add(makeTimer(index)) }
-                    } else {
-                        let made = ItemsSupport.Flag()
-                        loop.perform {
-                            for index in range { try! Loop.current.add(makeTimer(index)) }
-                            made.set()
-                        }
-                        _ = waitUntil { made.isSet }
-                    }
+                    Self.addTimers(range, to: loop, fromLoopThread: (first / batch) % 4 >= 2, makeTimer)
                     // Every timer is firing before the other threads touch it.
                     if !waitUntil(timeout: .seconds(20), { range.allSatisfy { fires($0) >= 1 } }) {
                         failures.append("timers \(range) did not all fire once")
