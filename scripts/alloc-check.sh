@@ -25,7 +25,13 @@ allocations() {
         echo "alloc-check: loop-bench P failed under valgrind" >&2
         exit 1
     }
-    grep -m1 'total heap usage' <<<"$output" | sed -E 's/.*usage: ([0-9,]+) allocs.*/\1/' | tr -d ,
+    local count
+    count=$(grep -m1 'total heap usage' <<<"$output" | sed -E 's/.*usage: ([0-9,]+) allocs.*/\1/' | tr -d ,)
+    if [[ ! "$count" =~ ^[0-9]+$ ]]; then
+        echo "alloc-check: no 'total heap usage' line in valgrind's output" >&2
+        exit 1
+    fi
+    echo "$count"
 }
 
 small=$(allocations "$passes")
