@@ -26,9 +26,17 @@ let package = Package(
             dependencies: ["RunLoopKit"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // What only the process's real main thread can show (the main queue and main actor on Loop.main): a test
+        // executable that RunLoopKitTests runs in child processes.
+        .executableTarget(
+            name: "main-loop-check",
+            dependencies: ["RunLoopKit"],
+            path: "Tests/main-loop-check",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit"],
+            dependencies: ["RunLoopKit", "main-loop-check"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

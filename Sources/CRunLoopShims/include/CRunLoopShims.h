@@ -1,5 +1,6 @@
-// The Linux headers Swift's Glibc module leaves out. Nothing here but includes and one
-// function-like wrapper Swift cannot call directly (the variadic syscall(2)).
+// The Linux headers Swift's Glibc module leaves out, and libdispatch's main-queue hooks (DispatchMainQueueHooks.h).
+// Nothing here but includes, declarations and one function-like wrapper Swift cannot call directly (the variadic
+// syscall(2)).
 #ifndef C_RUNLOOP_SHIMS_H
 #define C_RUNLOOP_SHIMS_H
 
@@ -8,6 +9,8 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+
+#include "DispatchMainQueueHooks.h"
 
 /// The calling thread's kernel thread id (gettid(2)), which Swift cannot reach through the variadic syscall(2).
 static inline pid_t crunloop_gettid(void) { return (pid_t)syscall(SYS_gettid); }

@@ -69,7 +69,7 @@ extension Loop {
     }
 
     private func matches(_ mode: Mode, _ state: ModeState) -> Bool {
-        mode == state.name || (mode == .common && commonModeNames.contains(state.name))
+        mode == state.name || (mode == .common && state.isCommon)
     }
 
     /// Step 4: performs the signalled sources of the running mode, lower order first; answers whether any ran.
@@ -152,8 +152,12 @@ extension Loop {
         let buffer = eventBuffer(depth: runDepth)
         let count = blockingWait(into: buffer, block: block)
         var wakeUpFired = false
-        for index in 0..<count where buffer[index].data.u64 == Poller.wakeUpTag {
-            wakeUpFired = true
+        for index in 0..<count {
+            switch buffer[index].data.u64 {
+            case Poller.wakeUpTag: wakeUpFired = true
+            case Poller.mainQueueTag: mainQueue.hasWork = true
+            default: break
+            }
         }
         poller.finishWaiting(eventFDFired: wakeUpFired)
         if block { wakeRequested.store(false, ordering: .relaxed) }
@@ -171,12 +175,14 @@ extension Loop {
     /// deadline, so poll and let the exit checks answer ``Loop/RunResult/finished``.
     private func modeEmptied() -> Bool {
         guard let state = currentModeState else { return false }
-        return state.hasNoItems
+        return state.hasNoItems && !servesMainQueue(in: state)
     }
 
-    /// Whether work for the running mode is already queued on this thread: a block, or a signalled source.
+    /// Whether work for the running mode is already queued on this thread: a block, a signalled source, or main
+    /// queue work the loop has been told of and may serve now.
     private func hasLocalWork() -> Bool {
         guard let state = currentModeState else { return false }
+        if mainQueue.hasWork && servesMainQueue(in: state) { return true }
         if blocks.contains(where: { matches($0.modes, state) }) { return true }
         return signalledSources.contains { $0.core.isIn(modeID: state.id) }
     }
@@ -256,7 +262,7 @@ extension Loop {
         var ready = readyArrays.take()
         for index in 0..<count {
             let tag = buffer[index].data.u64
-            guard tag > Poller.timerTag else { continue }
+            guard tag > Poller.lastLoopTag else { continue }
             let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
             guard let source = registrations[descriptor], source.epollTag == tag, source.isValid else { continue }
             if source.core.isIn(modeID: state.id) {

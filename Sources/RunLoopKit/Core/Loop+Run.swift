@@ -60,6 +60,7 @@ extension Loop {
             stopRequested.store(false, ordering: .relaxed)
             wakeRequested.store(false, ordering: .relaxed)
         }
+        if servesMainQueue(in: state) { attachMainQueue() }
         runDepth += 1
         currentModeState = state
         runDeadline = deadline
@@ -95,6 +96,7 @@ extension Loop {
             let eventCount = waitForEvents(poll: poll)
             fireDueTimers()
             if handleReadyDescriptors(count: eventCount) { handledSource = true }
+            if serviceMainQueue(in: state) { handledSource = true }
             runBlocks()
 
             if handledSource && returnAfterSourceHandled { return .handledSource }
@@ -104,9 +106,10 @@ extension Loop {
         }
     }
 
-    /// Whether a run in `state` has nothing to wait for: no source, descriptor source or timer, and no block for it.
+    /// Whether a run in `state` has nothing to wait for: no source, descriptor source or timer, no block for it,
+    /// and it is not a main-loop run that serves Dispatch's main queue (which stands for an item, as in CF).
     func isEmpty(_ state: ModeState) -> Bool {
-        guard state.hasNoItems else { return false }
+        guard state.hasNoItems, !servesMainQueue(in: state) else { return false }
         return !blocks.contains { matches($0.modes, state) }
     }
 

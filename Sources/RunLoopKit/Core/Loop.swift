@@ -37,6 +37,8 @@ public final class Loop: @unchecked Sendable {
     let threadID: pid_t
     /// Whether this is the main thread's loop.
     public let isMain: Bool
+    /// Whether the main loop drains Dispatch's main queue in its common modes (``servesMainQueue``).
+    let mainQueueEnabled: Atomic<Bool>
 
     // MARK: Loop thread only
 
@@ -62,6 +64,8 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var signalledSources: [LoopSource] = []
     /// Blocks waiting for a pass in one of their modes, oldest first.
     @exclusivity(unchecked) var blocks: [PendingBlock] = []
+    /// The main loop's service of Dispatch's main queue (Loop+MainQueue.swift).
+    @exclusivity(unchecked) var mainQueue = MainQueueService()
 
     /// Reusable arrays, so a pass allocates nothing in the steady state (nested runs take their own).
     @exclusivity(unchecked) var blockArrays = ArrayPool<PendingBlock>()
@@ -80,6 +84,8 @@ public final class Loop: @unchecked Sendable {
             fatalError("RunLoopKit: cannot create a loop's epoll, eventfd or timerfd: \(error)")
         }
         self.isMain = isMain
+        // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
+        self.mainQueueEnabled = Atomic(isMain && poller.forkGeneration == 0)
         self.threadID = isMain ? getpid() : ThreadIdentity.currentThreadID()
         _ = mode(named: .default)
     }
@@ -217,6 +223,7 @@ public final class Loop: @unchecked Sendable {
     func mode(named name: Mode) -> ModeState {
         if let state = existingMode(named: name) { return state }
         let state = ModeState(name: name, id: modeList.count)
+        state.isCommon = commonModeNames.contains(name)
         modesByName[name] = state
         modeList.append(state)
         return state

@@ -3,6 +3,8 @@ final class ModeState {
     let name: Loop.Mode
     /// Index in the loop's mode list; items record it in ``ItemCore/memberships``.
     let id: Int
+    /// Whether the mode is in the loop's common-modes set (which only grows), so passes need not hash its name.
+    var isCommon = false
 
     // Unordered; each item records its index here (its slot) in its `ItemCore` membership for this mode, so
     // insert and remove are O(1) without hashing: removal moves the last item into the hole.

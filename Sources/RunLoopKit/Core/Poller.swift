@@ -12,6 +12,10 @@ final class Poller: Sendable {
     static let wakeUpTag: UInt64 = 0
     /// Tag of the timerfd's reports.
     static let timerTag: UInt64 = 1
+    /// Tag of the reports of Dispatch's main-queue eventfd (main loop only).
+    static let mainQueueTag: UInt64 = 2
+    /// Tags up to this one name the loop's own descriptors; descriptor sources' tags are all larger.
+    static let lastLoopTag = mainQueueTag
 
     let epoll: CInt
     let wakeUpDescriptor: CInt

@@ -1,0 +1,27 @@
+// A test executable for what only the process's real main thread can show: Dispatch's main queue and the main
+// actor served by `Loop.main`. Tests/RunLoopKitTests/Concurrency/MainQueueTests.swift runs one scenario per
+// process and reads the last line: "PASS <scenario> <figures>" (exit 0) or "FAIL <scenario>: <why>" (exit 1).
+import Dispatch
+import Glibc
+import RunLoopKit
+import Synchronization
+
+let scenarios: [String: () -> Void] = [
+    "wake": wakeScenario,
+    "main-actor": mainActorScenario,
+    "non-common-mode": nonCommonModeScenario,
+    "fifo": fifoScenario,
+    "stress": stressScenario,
+    "nested-run": nestedRunScenario,
+    "handled-source": handledSourceScenario,
+    "main-task": mainTaskScenario,
+    "opt-out": optOutScenario,
+]
+
+let arguments = CommandLine.arguments.dropFirst()
+guard arguments.count == 1, let name = arguments.first, let scenario = scenarios[name] else {
+    print("usage: main-loop-check <scenario>; scenarios: \(scenarios.keys.sorted().joined(separator: ", "))")
+    exit(2)
+}
+guard Loop.main.isCurrent else { fail("not on the main thread") }
+scenario()
