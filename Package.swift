@@ -5,6 +5,8 @@ let package = Package(
     name: "RunLoopKit",
     products: [
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
+        // Opt-in: an async entry point's main actor served by Loop.main (tracks a Swift runtime hook; see its docs).
+        .library(name: "RunLoopKitAsyncMain", targets: ["RunLoopKitAsyncMain"]),
         .executable(name: "loop-demo", targets: ["loop-demo"]),
         .executable(name: "loop-bench", targets: ["loop-bench"]),
     ],
@@ -14,6 +16,13 @@ let package = Package(
         .target(
             name: "RunLoopKit",
             dependencies: ["CRunLoopShims"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Installs the Swift runtime's async-main drain hook before main(): C, for the hook's calling convention.
+        .target(name: "CRunLoopKitAsyncMain"),
+        .target(
+            name: "RunLoopKitAsyncMain",
+            dependencies: ["RunLoopKit", "CRunLoopKitAsyncMain"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -32,6 +41,14 @@ let package = Package(
             name: "main-loop-check",
             dependencies: ["RunLoopKit"],
             path: "Tests/main-loop-check",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // An async main on Loop.main, run by AsyncMainTests in a child process. Not a test dependency: linking it
+        // into the test runner would hand the runner's own async main to Loop.main.
+        .executableTarget(
+            name: "async-main-check",
+            dependencies: ["RunLoopKit", "RunLoopKitAsyncMain"],
+            path: "Tests/async-main-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(

@@ -45,32 +45,12 @@ import Testing
 
 /// Runs the `main-loop-check` test executable, built next to the test bundle.
 enum MainLoopCheck {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// Runs `scenario` in a child process; answers the figures of its "PASS" line, throws on anything else.
-    static func run(_ scenario: String, timeout: Duration = .seconds(120)) throws -> String {
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("main-loop-check")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = [scenario]
-        let output = Foundation.Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline { usleep(1000) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-            throw Failure(description: "\(scenario): still running after \(timeout)")
-        }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    static func run(_ scenario: String) throws -> String {
+        let (status, text) = try TestExecutable.run("main-loop-check", arguments: [scenario])
         let verdict = text.split(separator: "\n").last.map(String.init) ?? ""
-        guard process.terminationStatus == 0, verdict.hasPrefix("PASS \(scenario)") else {
-            throw Failure(description: "\(scenario): exit \(process.terminationStatus), output:\n\(text)")
+        guard status == 0, verdict.hasPrefix("PASS \(scenario)") else {
+            throw TestExecutable.Failure(description: "\(scenario): exit \(status), output:\n\(text)")
         }
         return String(verdict.dropFirst("PASS \(scenario)".count))
     }
@@ -80,6 +60,6 @@ enum MainLoopCheck {
         for field in figures.split(separator: " ") where field.hasPrefix("\(key)=") {
             if let number = Double(field.dropFirst(key.count + 1)) { return number }
         }
-        throw Failure(description: "no \(key) in \(figures)")
+        throw TestExecutable.Failure(description: "no \(key) in \(figures)")
     }
 }
