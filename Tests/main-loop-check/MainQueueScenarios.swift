@@ -191,3 +191,19 @@ func optOutScenario() {
     check(served == .handledSource && ran.value, "after opting back in the run answered \(served)")
     pass("off=finished on=handledSource")
 }
+
+@MainActor var mainActorTicks = 0
+
+/// A handler of an item on `Loop.main` (not a main-queue callout) may enter the main actor with
+/// `MainActor.assumeIsolated`: it runs on the main thread, whose queue is the main queue.
+func assumeIsolatedScenario() {
+    let timer = try! LoopTimer(after: .milliseconds(1)) { _ in
+        MainActor.assumeIsolated { mainActorTicks += 1 }
+        Loop.main.stop()
+    }
+    try! Loop.main.add(timer)
+    let result = Loop.main.run(in: .default, for: .seconds(30))
+    check(result == .stopped, "run answered \(result)")
+    check(MainActor.assumeIsolated { mainActorTicks } == 1, "the handler did not run")
+    pass("ticks=1")
+}

@@ -16,6 +16,7 @@ let scenarios: [String: () -> Void] = [
     "handled-source": handledSourceScenario,
     "main-task": mainTaskScenario,
     "opt-out": optOutScenario,
+    "assume-isolated": assumeIsolatedScenario,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -38,6 +38,10 @@ import Testing
         _ = try MainLoopCheck.run("main-task")
     }
 
+    @Test func aHandlerOnTheMainLoopCanAssumeMainActorIsolation() throws {
+        _ = try MainLoopCheck.run("assume-isolated")
+    }
+
     @Test func theMainLoopCanIgnoreTheMainQueue() throws {
         _ = try MainLoopCheck.run("opt-out")
     }
