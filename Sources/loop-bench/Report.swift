@@ -11,7 +11,7 @@ enum Report {
         uname(&name)
         let kernel = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let machine = withUnsafeBytes(of: &name.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        print("# loop-bench: RunLoopKit workloads W1-W5 (Docs/Benchmarks.md)")
+        print("# loop-bench: RunLoopKit workloads (Docs/Benchmarks.md)")
         print("# runs \(options.runs) (median shown)\(options.quick ? ", --quick: sizes / 10" : "")")
         print(
             "# kernel \(kernel) \(machine), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs online, "
