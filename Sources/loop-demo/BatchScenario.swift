@@ -1,7 +1,7 @@
 import RunLoopKit
 import Synchronization
 
-/// Seed 002, "one image per pass": 20 heavy tasks spread over passes, 2 per pass, with a timer firing between
+/// Heavy work spread over passes ("one image per pass"): 20 heavy tasks spread over passes, 2 per pass, with a timer firing between
 /// batches, so the loop keeps answering while the work drains.
 enum BatchScenario {
     static func run() {

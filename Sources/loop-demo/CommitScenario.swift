@@ -2,7 +2,7 @@ import Glibc
 import RunLoopKit
 import Synchronization
 
-/// Seed 002, Core Animation / Texture: many updates marked in a pass are committed once, just before the loop
+/// Batched commits before sleep, as Core Animation and Texture do them: many updates marked in a pass are committed once, just before the loop
 /// sleeps, after the app's own beforeWaiting observers; marks from another thread hop to the loop.
 enum CommitScenario {
     static func run() {

@@ -1,6 +1,6 @@
 import RunLoopKit
 
-/// Seeds 000/003: the run-loop task dispatcher. An event handler schedules three tasks, for the end of the
+/// The run-loop task dispatcher (CFRunLoopObserver task dispatch on Apple platforms). An event handler schedules three tasks, for the end of the
 /// current pass, the beginning of the next pass and idle time, in the reverse of the order they will run.
 enum PhasesScenario {
     static func run() {

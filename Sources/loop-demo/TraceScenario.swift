@@ -1,6 +1,6 @@
 import RunLoopKit
 
-/// Seed 002: an observer of every activity, in the common modes, while the loop switches modes.
+/// Tracing a loop: an observer of every activity, in the common modes, while the loop switches modes.
 ///
 /// "tracking" is made a common mode (as UITrackingRunLoopMode is), so the observer and a common timer follow the
 /// loop into it; a timer added to the default mode only is silent while the loop tracks. Each switch is a run

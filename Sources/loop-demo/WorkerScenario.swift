@@ -1,6 +1,6 @@
 import RunLoopKit
 
-/// Seed 002, "keep-alive threads" (AFNetworking's network thread): a LoopThread sleeps in its loop until the main
+/// A keep-alive worker thread (AFNetworking's network thread on Apple platforms): a LoopThread sleeps in its loop until the main
 /// thread hands it requests, answers them, and is stopped cleanly.
 enum WorkerScenario {
     static func run() {

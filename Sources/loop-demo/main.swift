@@ -10,25 +10,25 @@ struct Scenario {
 
 let scenarios: [Scenario] = [
     Scenario(
-        name: "pingpong", summary: "two threads signal each other's custom sources (seed 001)",
+        name: "pingpong", summary: "two threads signal each other's custom sources",
         run: PingPongScenario.run),
     Scenario(
-        name: "trace", summary: "an observer prints every activity while the loop switches modes (seed 002)",
+        name: "trace", summary: "an observer prints every activity while the loop switches modes",
         run: TraceScenario.run),
     Scenario(
-        name: "phases", summary: "tasks at nextPassBegins, currentPassEnds and idle (seeds 000, 003)",
+        name: "phases", summary: "tasks at nextPassBegins, currentPassEnds and idle",
         run: PhasesScenario.run),
     Scenario(
-        name: "stall", summary: "a 300 ms stall on the main loop reported by the StallMonitor (seed 002)",
+        name: "stall", summary: "a 300 ms stall on the main loop reported by the StallMonitor",
         run: StallScenario.run),
     Scenario(
-        name: "worker", summary: "a LoopThread serves requests, then stops cleanly (seed 002)",
+        name: "worker", summary: "a LoopThread serves requests, then stops cleanly",
         run: WorkerScenario.run),
     Scenario(
-        name: "batch", summary: "PassWorkQueue: 20 tasks, 2 per pass, a timer in between (seed 002)",
+        name: "batch", summary: "PassWorkQueue: 20 tasks, 2 per pass, a timer in between",
         run: BatchScenario.run),
     Scenario(
-        name: "commit", summary: "CommitBeforeSleep: updates coalesced and committed before sleep (seed 002)",
+        name: "commit", summary: "CommitBeforeSleep: updates coalesced and committed before sleep",
         run: CommitScenario.run),
 ]
 

@@ -5,15 +5,16 @@
 /// ``Loop/Activity/beforeWaiting``.
 public enum LoopPhase: Hashable, Sendable, CustomStringConvertible {
     /// When the loop next wakes up (``Loop/Activity/afterWaiting``), before it handles the timers, descriptors
-    /// and blocks that woke it. The seed's `.nextLoopBegan`.
+    /// and blocks that woke it. Apple-platform dispatchers call it `.nextLoopBegan`.
     case nextPassBegins
     /// When the current pass ends: the loop is about to sleep (``Loop/Activity/beforeWaiting``), or the run is
-    /// returning (``Loop/Activity/exit``). The seed's `.currentLoopEnded`: work done here shows up before the
-    /// loop sleeps, not one wake-up later.
+    /// returning (``Loop/Activity/exit``). Apple-platform dispatchers call it `.currentLoopEnded`: work done here
+    /// shows up before the loop sleeps, not one wake-up later.
     case currentPassEnds
     /// When the loop is about to sleep with nothing of the scheduler's left to do: at a
     /// ``Loop/Activity/beforeWaiting`` where no ``currentPassEnds`` task ran and no ``nextPassBegins`` task is
-    /// waiting (the loop goes round once more first if some did), or when the run returns. The seed's `.idle`.
+    /// waiting (the loop goes round once more first if some did), or when the run returns. Apple-platform
+    /// dispatchers call it `.idle`.
     case idle
 
     /// The phase's name.

@@ -3,8 +3,8 @@ import Synchronization
 /// Runs closures at a chosen phase of a loop's pass, in chosen modes: at the end of the current pass (before the
 /// loop sleeps), when the next pass begins (after it wakes), or when it goes idle.
 ///
-/// The Linux counterpart of the run-loop task dispatcher built on one `CFRunLoopObserver` (seeds 000/003,
-/// `perform { }.when(.currentLoopEnded).forModes(...)`): UI code uses it to apply batched changes at the end of
+/// The Linux counterpart of the run-loop task dispatcher built on one `CFRunLoopObserver` on Apple platforms
+/// (`perform { }.when(.currentLoopEnded).forModes(...)`): UI code uses it to apply batched changes at the end of
 /// the current event-loop turn instead of the start of the next one. One observer per scheduler watches
 /// ``Loop/Activity/afterWaiting``, ``Loop/Activity/beforeWaiting`` and ``Loop/Activity/exit`` in every common mode
 /// and in every other mode a task names; tasks run inside that observer's callout. See ``LoopPhase`` for exactly

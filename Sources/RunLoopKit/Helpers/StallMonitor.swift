@@ -1,5 +1,5 @@
 /// A watchdog that reports when a loop stays busy, without going back to sleep, for longer than a threshold:
-/// the run-loop hang ("卡顿") monitor of seed 002, built on observers and a ``LoopThread``.
+/// the main-thread hang monitor known from Apple platforms, built on observers and a ``LoopThread``.
 ///
 /// Observers on the watched loop store its activity and a monotonic time stamp in one atomic word each time it
 /// changes (the watched loop's whole cost: no lock, no allocation). A watchdog thread checks that word every
@@ -27,8 +27,8 @@ public final class StallMonitor: Sendable {
     /// - Parameters:
     ///   - loop: The loop to watch (any thread's, the main loop included).
     ///   - threshold: How long the loop must stay busy before a stall is reported. Default 50 ms.
-    ///   - consecutiveChecks: How many checks in a row must see the stall (the seed uses 5 checks of 50 ms, that
-    ///     is `threshold: .milliseconds(250), consecutiveChecks: 5`). Default 1.
+    ///   - consecutiveChecks: How many checks in a row must see the stall (the usual Apple-platform detector uses 5
+    ///     checks of 50 ms, that is `threshold: .milliseconds(250), consecutiveChecks: 5`). Default 1.
     ///   - modes: The modes whose runs are watched. Default: every common mode.
     ///   - handler: Called on the watchdog thread with each stall. Default: one line on standard error.
     /// - Throws: ``LoopError/Code/invalidInterval`` when `threshold` is not positive or `consecutiveChecks` is below
