@@ -1,8 +1,8 @@
 import RunLoopKit
 import Synchronization
 
-/// Heavy work spread over passes ("one image per pass"): 20 heavy tasks spread over passes, 2 per pass, with a timer firing between
-/// batches, so the loop keeps answering while the work drains.
+/// Heavy work spread over passes ("one image per pass"): 20 heavy tasks spread over passes, 2 per pass, with a timer
+/// firing between batches, so the loop keeps answering while the work drains.
 enum BatchScenario {
     static func run() {
         let loop = Loop.current

@@ -2,8 +2,9 @@ import Glibc
 import RunLoopKit
 import Synchronization
 
-/// Batched commits before sleep, as Core Animation and Texture do them: many updates marked in a pass are committed once, just before the loop
-/// sleeps, after the app's own beforeWaiting observers; marks from another thread hop to the loop.
+/// Batched commits before sleep, as Core Animation and Texture do them: many updates marked in a pass are committed
+/// once, just before the loop sleeps, after the app's own beforeWaiting observers; marks from another thread hop to the
+/// loop.
 enum CommitScenario {
     static func run() {
         let loop = Loop.current

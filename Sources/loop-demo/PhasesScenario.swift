@@ -1,7 +1,8 @@
 import RunLoopKit
 
-/// The run-loop task dispatcher (CFRunLoopObserver task dispatch on Apple platforms). An event handler schedules three tasks, for the end of the
-/// current pass, the beginning of the next pass and idle time, in the reverse of the order they will run.
+/// The run-loop task dispatcher (CFRunLoopObserver task dispatch on Apple platforms). An event handler schedules three
+/// tasks, for the end of the current pass, the beginning of the next pass and idle time, in the reverse of the order
+/// they will run.
 enum PhasesScenario {
     static func run() {
         let loop = Loop.current

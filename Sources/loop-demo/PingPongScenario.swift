@@ -1,7 +1,8 @@
 import RunLoopKit
 import Synchronization
 
-/// Cross-thread signalling: two threads, each with a custom source (schedule / perform / cancel), signalling each other.
+/// Cross-thread signalling: two threads, each with a custom source (schedule / perform / cancel), signalling each
+/// other.
 ///
 /// The main thread puts a command in the worker's buffer and signals the worker's source, which wakes the worker's
 /// loop; the worker computes (increments the number) and signals the main thread's source back. A repeating timer

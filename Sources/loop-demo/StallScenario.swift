@@ -2,8 +2,8 @@ import RunLoopKit
 
 /// Main-thread hang detection: a watchdog thread sees the main loop busy, not asleep, for too long.
 ///
-/// The monitor uses the usual hang detector's numbers: 5 checks in a row, 50 ms apart (threshold 250 ms). A 30 ms busy timer
-/// goes unreported; a 300 ms one is reported while it is still going on.
+/// The monitor uses the usual hang detector's numbers: 5 checks in a row, 50 ms apart (threshold 250 ms). A 30 ms busy
+/// timer goes unreported; a 300 ms one is reported while it is still going on.
 enum StallScenario {
     static func run() {
         let loop = Loop.main

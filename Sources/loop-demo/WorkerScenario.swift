@@ -1,7 +1,7 @@
 import RunLoopKit
 
-/// A keep-alive worker thread (AFNetworking's network thread on Apple platforms): a LoopThread sleeps in its loop until the main
-/// thread hands it requests, answers them, and is stopped cleanly.
+/// A keep-alive worker thread (AFNetworking's network thread on Apple platforms): a LoopThread sleeps in its loop until
+/// the main thread hands it requests, answers them, and is stopped cleanly.
 enum WorkerScenario {
     static func run() {
         let worker: LoopThread
