@@ -52,13 +52,16 @@ struct Metric {
     let value: Double
     /// How many decimals to print.
     let decimals: Int
+    /// Whether any other value than 0 fails the workload (after it is reported), e.g. W3's `early`.
+    let mustBeZero: Bool
 
     /// Creates a metric.
-    init(_ name: String, unit: String, key: String, value: Double, decimals: Int) {
+    init(_ name: String, unit: String, key: String, value: Double, decimals: Int, mustBeZero: Bool = false) {
         self.name = name
         self.unit = unit
         self.key = key
         self.value = value
         self.decimals = decimals
+        self.mustBeZero = mustBeZero
     }
 }

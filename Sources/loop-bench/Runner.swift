@@ -8,6 +8,16 @@ struct Runner {
         let runs: [[Metric]]
         /// Median setUp, run and tearDown times in milliseconds.
         let phases: (setUp: Double, run: Double, tearDown: Double)
+
+        /// The metrics that must be 0 but were not in some run, as "name=value (run k)": the workload failed,
+        /// though its figures are still reported.
+        var violations: [String] {
+            runs.enumerated().flatMap { index, metrics in
+                metrics.filter { $0.mustBeZero && $0.value != 0 }.map {
+                    "\($0.name)=\(Int($0.value)) (run \(index + 1))"
+                }
+            }
+        }
     }
 
     let runs: Int

@@ -1,7 +1,8 @@
 import RunLoopKit
 
 /// W4 churn: on the loop thread, for i in 0..<1,000,000 cancel timer i − 10,000 (once i ≥ 10,000), then schedule
-/// timer i due at now + U[10 s, 20 s); then cancel the last 10,000. So 10,000 timers are live and none fire.
+/// timer i due at t0 + U[10 s, 20 s), t0 taken once before the loop; then cancel the last 10,000. So 10,000 timers
+/// are live and none fire.
 ///
 /// Scheduling is `LoopTimer(fireAt:)` plus `loop.add`, cancelling is `invalidate()`. Metric: `pair`, the whole
 /// loop (final cancels included) ÷ 1,000,000.
@@ -69,7 +70,7 @@ private final class Churn: @unchecked Sendable {
             for index in offsets.indices {
                 let slot = index % window
                 if let old = live[slot] { old.invalidate() }
-                let deadline = Loop.Instant(nanoseconds: Clock.monotonic() + offsets[index])
+                let deadline = Loop.Instant(nanoseconds: start + offsets[index])
                 let timer = try LoopTimer(fireAt: deadline) { [self] _ in fired += 1 }
                 try loop.add(timer)
                 live[slot] = timer

@@ -4,8 +4,9 @@ import RunLoopKit
 /// run until all have fired.
 ///
 /// Metrics: `schedule`, the whole scheduling loop (creating each `LoopTimer` and adding it) ÷ N; `late_p50` and
-/// `late_p99`, fire time minus deadline over all timers; `late_p99_steady`, p99 over the timers due after the
-/// scheduling loop ended; `early`, timers that fired before their deadline (must be 0, else the run fails).
+/// `late_p99`, fire time minus deadline over all timers; `late_p99_steady`, p99 over the timers due at or after the
+/// end of the scheduling loop; `early`, timers that fired before their deadline (reported, and the run fails unless
+/// it is 0).
 final class TimerFiringBenchmark: Benchmark {
     static let id = "W3"
     static let title = "timers"
@@ -40,12 +41,11 @@ final class TimerFiringBenchmark: Benchmark {
         for index in 0..<count {
             let late = schedule.lateness[index]
             all.append(late)
-            if schedule.deadlines[index] > steadyStart { steady.append(late) }
+            if schedule.deadlines[index] >= steadyStart { steady.append(late) }
         }
         all.sort()
         steady.sort()
         let early = all.prefix { $0 < 0 }.count
-        guard early == 0 else { throw BenchmarkFailure("W3: \(early) timers fired before their deadline") }
         let steadyP99 = steady.isEmpty ? 0 : Double(Percentile.nearestRank(99, of: steady)) / 1e3
         return [
             Metric(
@@ -58,7 +58,7 @@ final class TimerFiringBenchmark: Benchmark {
                 "late_p99", unit: "µs", key: "late_p99_us",
                 value: Double(Percentile.nearestRank(99, of: all)) / 1e3, decimals: 1),
             Metric("late_p99_steady", unit: "µs", key: "late_p99_steady_us", value: steadyP99, decimals: 1),
-            Metric("early", unit: "", key: "early", value: Double(early), decimals: 0),
+            Metric("early", unit: "", key: "early", value: Double(early), decimals: 0, mustBeZero: true),
         ]
     }
 

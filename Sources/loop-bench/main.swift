@@ -21,6 +21,10 @@ for workload in options.workloads {
         let outcome = try runner.run(workload)
         Report.rows(outcome)
         outcomes.append(outcome)
+        if !outcome.violations.isEmpty {
+            print("\(outcome.label) FAILED: must be 0: \(outcome.violations.joined(separator: ", "))")
+            failed = true
+        }
         fflush(nil)
     } catch {
         print("\(workload.id + labelSuffix) FAILED: \(error)")
