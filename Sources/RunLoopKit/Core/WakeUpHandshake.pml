@@ -1,0 +1,144 @@
+/*
+ * The wake-up handshake between threads that hand a loop work and the loop going to sleep, as a Promela model
+ * for spin (scripts/check-handshake.sh runs it; CI too). Change this model together with the code it mirrors:
+ *
+ *   posting a block       Loop.enqueue -> Inbox.post (entries under a mutex, then count += 1), Poller.wakeIfSleeping
+ *   signalling a source   LoopSource.signal (signalled.exchange(true)), SignalStack.push, Poller.wakeIfSleeping
+ *   stopping              Loop.stop (stopRequested = true), Poller.wakeIfSleeping
+ *   waking                Poller.wakeIfSleeping: isWaiting? then wakeUpPending.exchange(true)? then eventfd write
+ *   the loop's pass       applyChanges / runBlocks (Inbox.takeAll), performSignalledSources (SignalStack.popAll,
+ *                         signalled.exchange(false) then perform), waitForEvents (isWaiting = true, re-check
+ *                         everything, epoll_wait), Poller.finishWaiting (isWaiting = false, drain, pending = false)
+ *
+ * Every shared variable is one of the code's sequentially consistent atomics (or mutex-protected), so Promela's
+ * interleaving semantics is exact for it. Checked properties:
+ *   1. No lost wake-up: when nothing else can move (spin's `timeout`), the loop is not asleep with a block, a
+ *      signal or a stop waiting for it.
+ *   2. Nothing runs twice: blocks run at most once each, and a source is performed at most once per signal that
+ *      found it unsignalled.
+ *   3. Nothing is lost: at the end every block ran or is still queued for the next run.
+ *
+ * Build with -DBROKEN_CHECK_BEFORE_ANNOUNCE to check the classic bug instead (the loop looks for work before it
+ * announces that it sleeps): spin must then report the lost wake-up. scripts/check-handshake.sh runs both.
+ */
+
+#define POSTERS 2
+#define POSTS 2
+#define SIGNALS 2
+#define BLOCKS (POSTERS * POSTS)
+
+/* The inbox: entries under the mutex, and the atomic count the loop reads without the mutex. */
+byte entries = 0;
+byte count = 0;
+/* The source: its signalled flag, and whether it sits on the lock-free signal stack. */
+bool signalled = false;
+bool stacked = false;
+byte signalEdges = 0;   /* signals that found the source unsignalled (each owes one perform) */
+byte performs = 0;
+bool stopRequested = false;
+/* The poller. */
+bool isWaiting = false;
+bool wakeUpPending = false;
+byte eventfd = 0;
+/* Bookkeeping. */
+byte ran = 0;
+byte producersDone = 0;
+bool loopAsleep = false;
+
+inline wakeIfSleeping() {
+    if
+    :: isWaiting ->
+        if
+        :: atomic { !wakeUpPending -> wakeUpPending = true }; eventfd++
+        :: atomic { wakeUpPending -> skip }   /* another waker owns this sleep's one write */
+        fi
+    :: else -> skip
+    fi
+}
+
+active [POSTERS] proctype Poster() {
+    byte i;
+    for (i : 1 .. POSTS) {
+        entries++;          /* under the inbox mutex */
+        count++;            /* sequentially consistent */
+        wakeIfSleeping()
+    }
+    producersDone++
+}
+
+active proctype Signaller() {
+    byte i;
+    for (i : 1 .. SIGNALS) {
+        if
+        :: atomic { !signalled -> signalled = true; signalEdges++ };
+           stacked = true;  /* the Treiber stack's compare-exchange */
+           wakeIfSleeping()
+        :: atomic { signalled -> skip }   /* already signalled: coalesces, no push, no wake */
+        fi
+    }
+    producersDone++
+}
+
+active proctype Stopper() {
+    producersDone == POSTERS + 1;   /* after every post and signal */
+    stopRequested = true;
+    wakeIfSleeping()
+}
+
+active proctype Loop() {
+    byte taken;
+    bool block;
+    do
+    :: /* steps 0, 3, 5, 10: take the inbox's blocks and run them (Inbox.takeAll) */
+       if
+       :: count > 0 ->
+           atomic { taken = entries; entries = 0 };
+           count = count - taken;
+           ran = ran + taken;
+           assert(ran <= BLOCKS)
+       :: else -> skip
+       fi;
+       /* step 4: signalled sources (SignalStack.popAll, then signalled.exchange(false) and perform) */
+       if
+       :: stacked ->
+           stacked = false;
+           if
+           :: atomic { signalled -> signalled = false }; performs++; assert(performs <= signalEdges)
+           :: atomic { !signalled -> skip }
+           fi
+       :: else -> skip
+       fi;
+       /* step 11: the stop ends the run (work queued meanwhile waits for the next run) */
+       if
+       :: stopRequested -> break
+       :: else -> skip
+       fi;
+       /* steps 6-8: about to sleep */
+#ifdef BROKEN_CHECK_BEFORE_ANNOUNCE
+       block = !(count > 0 || stacked || stopRequested);
+       isWaiting = true;
+#else
+       isWaiting = true;
+       block = !(count > 0 || stacked || stopRequested);
+#endif
+       if
+       :: block ->
+           loopAsleep = true;
+end_asleep:
+           eventfd > 0;     /* epoll_wait(-1) returns when the eventfd is readable */
+           loopAsleep = false
+       :: else -> skip      /* epoll_wait(0) */
+       fi;
+       /* Poller.finishWaiting */
+       isWaiting = false;
+       eventfd = 0;
+       wakeUpPending = false
+    od;
+    /* property 3: every block ran, or waits in the inbox for the next run */
+    assert(ran + count == BLOCKS)
+}
+
+/* Property 1: when no process can move, the loop must not be asleep with work waiting for it. */
+active proctype Watchdog() {
+    timeout -> assert(!(loopAsleep && (count > 0 || stacked || stopRequested)))
+}
