@@ -134,20 +134,8 @@ extension Loop {
     func waitForEvents(poll: Bool) -> Int {
         if !poll { notifyObservers(.beforeWaiting) }
         var block = !poll
-        if block {
-            poller.isWaiting.store(true, ordering: .sequentiallyConsistent)
-            if !signalStack.isEmpty || !inbox.isEmpty || stopRequested.load(ordering: .sequentiallyConsistent)
-                || wakeRequested.exchange(false, ordering: .sequentiallyConsistent) || hasLocalWork()
-                || modeEmptied()
-            {
-                block = false
-            } else {
-                let wakeTime = min(timerHeap.first?.latest ?? .max, runDeadline)
-                if wakeTime != .max {
-                    let now = MonotonicClock.now()
-                    if wakeTime <= now { block = false } else { poller.arm(for: wakeTime, now: now) }
-                }
-            }
+        if block, let state = currentModeState {
+            block = announceSleep(in: state) && armTimer(until: runDeadline)
         }
         let buffer = eventBuffer(depth: runDepth)
         let count = blockingWait(into: buffer, block: block)
@@ -171,17 +159,38 @@ extension Loop {
         poller.wait(into: buffer, block: block)
     }
 
-    /// Whether a beforeWaiting callout removed the running mode's last item: nothing could wake the loop but its
-    /// deadline, so poll and let the exit checks answer ``Loop/RunResult/finished``.
-    private func modeEmptied() -> Bool {
-        guard let state = currentModeState else { return false }
-        return state.hasNoItems && !servesMainQueue(in: state)
+    /// The loop's side of the wake-up handshake: announces that the loop is about to sleep (``Poller/isWaiting``),
+    /// then looks again for work another thread may have published just before. Answers whether the loop may sleep
+    /// for a run in `state`: no signal, block, change, stop or wake-up sent by another thread, no local work, and
+    /// something left that could wake it (unless `evenIfEmpty`: a host loop waits for other threads' work even then).
+    /// `isWaiting` stays set either way; ``Poller/finishWaiting(eventFDFired:)`` clears it.
+    func announceSleep(in state: ModeState, evenIfEmpty: Bool = false) -> Bool {
+        poller.isWaiting.store(true, ordering: .sequentiallyConsistent)
+        return signalStack.isEmpty && inbox.isEmpty && !stopRequested.load(ordering: .sequentiallyConsistent)
+            && !wakeRequested.exchange(false, ordering: .sequentiallyConsistent) && !hasLocalWork(in: state)
+            && (evenIfEmpty || !modeEmptied(state))
     }
 
-    /// Whether work for the running mode is already queued on this thread: a block, a signalled source, or main
+    /// Arms the timerfd for the earlier of the first timer's latest fire time and `deadline`; answers false, arming
+    /// nothing, when that time has already come (so the loop must not sleep).
+    func armTimer(until deadline: Int64) -> Bool {
+        let wakeTime = min(timerHeap.first?.latest ?? .max, deadline)
+        guard wakeTime != .max else { return true }
+        let now = MonotonicClock.now()
+        guard wakeTime > now else { return false }
+        poller.arm(for: wakeTime, now: now)
+        return true
+    }
+
+    /// Whether a beforeWaiting callout removed the mode's last item: nothing could wake the loop but its deadline,
+    /// so poll and let the exit checks answer ``Loop/RunResult/finished``.
+    private func modeEmptied(_ state: ModeState) -> Bool {
+        state.hasNoItems && !servesMainQueue(in: state)
+    }
+
+    /// Whether work for a run in `state` is already queued on this thread: a block, a signalled source, or main
     /// queue work the loop has been told of and may serve now.
-    private func hasLocalWork() -> Bool {
-        guard let state = currentModeState else { return false }
+    private func hasLocalWork(in state: ModeState) -> Bool {
         if mainQueue.hasWork && servesMainQueue(in: state) { return true }
         if blocks.contains(where: { matches($0.modes, state) }) { return true }
         return signalledSources.contains { $0.core.isIn(modeID: state.id) }

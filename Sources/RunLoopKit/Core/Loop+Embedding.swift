@@ -1,0 +1,40 @@
+/// Driving a loop from another event loop (GLib, SwiftNIO, a plain `poll()` loop) on the loop's own thread, as
+/// libuv's `uv_backend_fd` and `UV_RUN_NOWAIT` allow.
+///
+/// The host waits on ``pollDescriptor`` with its own mechanism and, whenever that descriptor is readable (or
+/// ``runPass(in:)`` answered `true`), calls ``runPass(in:)``. Between two calls the loop counts as asleep: other
+/// threads that signal it, post blocks to it or change its items write its wake-up eventfd, which makes
+/// ``pollDescriptor`` readable, exactly as they would wake it from `epoll_wait`.
+extension Loop {
+    /// A descriptor that polls readable (`POLLIN`) when the loop has something to do: a ready descriptor source,
+    /// a due timer (the timerfd is armed for the next one), or a wake-up from another thread (a signal, a block, an
+    /// item change, ``wakeUp()``). It is the loop's epoll set. Safe from any thread; valid until the loop's thread
+    /// exits. Never read it, close it or change it: only wait for it to be readable.
+    public var pollDescriptor: CInt { poller.epoll }
+
+    /// Runs one pass of `mode` without sleeping, then readies ``pollDescriptor`` for the host's wait. Loop thread
+    /// only (traps otherwise).
+    ///
+    /// The pass is `run(in: mode, for: .zero)`: entry and exit observers, blocks, signalled sources, due timers,
+    /// ready descriptor sources (and Dispatch's main queue, on the main loop). Afterwards the loop announces that it
+    /// sleeps, so work sent from other threads wakes ``pollDescriptor``, and arms its timerfd for the mode's next
+    /// timer.
+    /// - Returns: `true` when work is ready already (queued on the loop's own thread, sent by another thread during
+    ///   the pass, or a timer that is due): call again before waiting. `false`: wait until ``pollDescriptor`` is
+    ///   readable, then call again.
+    @discardableResult
+    public func runPass(in mode: Mode = .default) -> Bool {
+        preconditionOnLoopThread("runPass(in:)")
+        if poller.isWaiting.load(ordering: .relaxed) {
+            // The host's wait is over: end it as a return from epoll_wait would (reading the eventfd if written).
+            poller.finishWaiting(eventFDFired: true)
+        }
+        _ = run(in: mode, for: .zero)
+        // ``Loop/Mode/common`` is no mode to run (nothing happens, as for `run(in: .common, for:)`); a mode not
+        // named yet comes into being, so items added to it later wake the host.
+        guard mode != .common else { return false }
+        if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && armTimer(until: .max) { return false }
+        poller.finishWaiting(eventFDFired: false)
+        return true
+    }
+}

@@ -1,0 +1,87 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import RunLoopKit
+
+/// A loop driven by a host event loop: a plain `poll()` loop on the loop's thread waits on `pollDescriptor` and
+/// calls `runPass()`. A signal from another thread, a block from another thread, a timer and a descriptor source
+/// all reach their handlers through the host, and every host wait ends because the descriptor became readable
+/// (none by the wait's time limit).
+@Suite struct EmbeddingTests {
+    /// What the host loop saw.
+    final class HostReport: Sendable {
+        let events = Recorder<String>()
+        let waitsTimedOut = Counter()
+        let waits = Counter()
+        let loop = Box<Loop>()
+    }
+
+    /// Runs a `poll()` host loop on a new thread until `done` holds, with each wait limited to 10 s.
+    static func startHost(
+        report: HostReport, setUp: @escaping @Sendable (Loop) -> Void, done: @escaping @Sendable () -> Bool
+    ) -> TestThread {
+        TestThread {
+            let loop = Loop.current
+            setUp(loop)
+            report.loop.value = loop
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !done() && ContinuousClock.now < deadline {
+                if loop.runPass() || done() { continue }
+                var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)
+                report.waits.increment()
+                if poll(&entry, 1, 10_000) == 0 { report.waitsTimedOut.increment() }
+            }
+        }
+    }
+
+    @Test func aHostPollLoopDeliversSignalsBlocksTimersAndDescriptors() throws {
+        let report = HostReport()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let source = LoopSource { report.events.append("signal") }
+        let timer = try LoopTimer(after: .milliseconds(50)) { _ in report.events.append("timer") }
+        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            pipe.drain()
+            report.events.append("descriptor")
+        }
+        let host = Self.startHost(
+            report: report,
+            setUp: { loop in
+                try! loop.add(source)
+                try! loop.add(timer)
+                try! loop.add(descriptor)
+            }, done: { report.events.count >= 4 })
+        #expect(waitUntil { report.loop.value?.isWaiting == true })
+        let loop = report.loop.value!
+
+        source.signal()
+        #expect(waitUntil { report.events.all.contains("signal") })
+        #expect(waitUntil { loop.isWaiting })
+        loop.perform { report.events.append("block") }
+        #expect(waitUntil { report.events.all.contains("block") })
+        #expect(waitUntil { loop.isWaiting })
+        pipe.write()
+        host.join()
+
+        #expect(Set(report.events.all) == ["signal", "timer", "descriptor", "block"])
+        #expect(report.waitsTimedOut.current == 0, "a host wait ended by its time limit: a lost wake-up")
+        #expect(report.waits.current >= 3)
+        source.invalidate()
+        descriptor.invalidate()
+    }
+
+    @Test func aHostWaitsWhileTheLoopHasNothingToDo() throws {
+        let report = HostReport()
+        let stop = ItemsSupport.Flag()
+        let host = Self.startHost(report: report, setUp: { _ in }, done: { stop.isSet })
+        #expect(waitUntil { report.loop.value?.isWaiting == true })
+        let waitsBefore = report.waits.current
+        // An idle loop: the host sleeps in poll() instead of spinning through passes.
+        #expect(!waitUntil(timeout: .milliseconds(200)) { report.waits.current > waitsBefore + 1 })
+        stop.set()
+        report.loop.value!.wakeUp()
+        host.join()
+        #expect(report.waitsTimedOut.current == 0)
+    }
+}
