@@ -175,6 +175,7 @@ extension Loop {
     func addToMode(_ item: AnyItem, _ state: ModeState) {
         let core = item.core
         guard core.isValid, !core.isIn(modeID: state.id) else { return }
+        applyKeepsRunAlive(item)  // Set before it was added here, or from another thread: count it as asked.
         core.memberships.insert(ItemCore.Membership(modeID: state.id, slot: state.insert(item)))
         switch item {
         case .source(let source):

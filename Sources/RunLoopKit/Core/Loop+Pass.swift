@@ -185,7 +185,7 @@ extension Loop {
     /// Whether a beforeWaiting callout removed the mode's last item: nothing could wake the loop but its deadline,
     /// so poll and let the exit checks answer ``Loop/RunResult/finished``.
     private func modeEmptied(_ state: ModeState) -> Bool {
-        state.hasNoItems && !servesMainQueue(in: state)
+        hasNothingToWaitFor(state)
     }
 
     /// Whether work for a run in `state` is already queued on this thread: a block, a signalled source, or main

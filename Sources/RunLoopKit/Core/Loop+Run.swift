@@ -106,10 +106,10 @@ extension Loop {
         }
     }
 
-    /// Whether a run in `state` has nothing to wait for: no source, descriptor source or timer, no block for it,
-    /// and it is not a main-loop run that serves Dispatch's main queue (which stands for an item, as in CF).
+    /// Whether a run in `state` has nothing to wait for: nothing keeps it alive (``hasNothingToWaitFor(_:)``) and
+    /// no block is queued for it.
     func isEmpty(_ state: ModeState) -> Bool {
-        guard state.hasNoItems, !servesMainQueue(in: state) else { return false }
+        guard hasNothingToWaitFor(state) else { return false }
         return !blocks.contains { matches($0.modes, state) }
     }
 

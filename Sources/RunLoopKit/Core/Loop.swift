@@ -39,6 +39,8 @@ public final class Loop: @unchecked Sendable {
     public let isMain: Bool
     /// Whether the main loop drains Dispatch's main queue in its common modes (``servesMainQueue``).
     let mainQueueEnabled: Atomic<Bool>
+    /// Whether runs keep going when nothing keeps them alive (``keepsRunningWhenEmpty``).
+    let runsWhenEmpty = Atomic<Bool>(false)
 
     // MARK: Loop thread only
 

@@ -4,7 +4,7 @@ final class ModeState {
     /// Index in the loop's mode list; items record it in ``ItemCore/memberships``.
     let id: Int
     /// Whether the mode is in the loop's common-modes set (which only grows), so passes need not hash its name.
-    var isCommon = false
+    @exclusivity(unchecked) var isCommon = false
 
     // Unordered; each item records its index here (its slot) in its `ItemCore` membership for this mode, so
     // insert and remove are O(1) without hashing: removal moves the last item into the hole.
@@ -21,9 +21,22 @@ final class ModeState {
         self.id = id
     }
 
+    /// How many of its sources, descriptor sources and timers keep a run of the mode going (those whose
+    /// `keepsRunAlive` is true; observers never do).
+    @exclusivity(unchecked) private(set) var keepAliveCount = 0
+
     /// True when the mode has no source, descriptor source or timer (observers do not count).
     var hasNoItems: Bool {
         sources.isEmpty && descriptorSources.isEmpty && timers.isEmpty
+    }
+
+    /// True when no item of the mode keeps a run of it going: no source, descriptor source or timer, or only ones
+    /// whose `keepsRunAlive` is false.
+    var hasNoKeepAliveItems: Bool { keepAliveCount == 0 }
+
+    /// Counts an item of the mode that starts (`+1`) or stops (`-1`) keeping runs going.
+    func adjustKeepAliveCount(by delta: Int) {
+        keepAliveCount += delta
     }
 
     func insertObserver(_ observer: LoopObserver) {
@@ -40,6 +53,7 @@ final class ModeState {
 
     /// Adds `item`; answers its slot (observers, kept sorted by order, have none: 0).
     func insert(_ item: AnyItem) -> Int {
+        if case .observer = item {} else if item.core.keepsRunAlive { keepAliveCount += 1 }
         switch item {
         case .source(let source): return Self.append(source, to: &sources)
         case .descriptor(let source): return Self.append(source, to: &descriptorSources)
@@ -52,6 +66,7 @@ final class ModeState {
 
     /// Removes `item`, which sits at `slot`.
     func remove(_ item: AnyItem, at slot: Int) {
+        if case .observer = item {} else if item.core.keepsRunAlive { keepAliveCount -= 1 }
         switch item {
         case .source: removeSwapping(at: slot, from: &sources)
         case .descriptor: removeSwapping(at: slot, from: &descriptorSources)

@@ -114,6 +114,15 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
     /// Whether the source can still be added and handled. Safe from any thread.
     public var isValid: Bool { core.isValid }
 
+    /// Whether this descriptor source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one
+    /// that should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run
+    /// whose mode holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another
+    /// thread it takes effect at the loop's next pass.
+    public var keepsRunAlive: Bool {
+        get { core.keepsRunAliveRequested.load(ordering: .relaxed) }
+        set { core.requestKeepsRunAlive(newValue, for: .descriptor(self)) }
+    }
+
     /// Stops watching for good: removes the source from every mode and its descriptor from the loop's epoll set.
     /// Safe from any thread.
     ///

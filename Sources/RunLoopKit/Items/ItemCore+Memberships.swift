@@ -39,6 +39,12 @@ extension ItemCore {
             return others.removeLast().slot
         }
 
+        /// Calls `body` with every membership.
+        func forEach(_ body: (Membership) -> Void) {
+            if let first { body(first) }
+            others.forEach(body)
+        }
+
         /// Records that the item now sits at `slot` in mode `modeID`.
         mutating func setSlot(_ slot: Int, modeID: Int) {
             if first?.modeID == modeID {

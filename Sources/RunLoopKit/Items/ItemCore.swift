@@ -16,6 +16,10 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     @exclusivity(unchecked) var memberships = Memberships()
     /// Whether the item was added to the common pseudo-mode of its owner.
     var isCommon = false
+    /// Whether the item keeps runs of its modes going, as asked from any thread (``LoopSource/keepsRunAlive``).
+    let keepsRunAliveRequested = Atomic<Bool>(true)
+    /// The value its modes' keep-alive counts reflect. Loop thread only.
+    var keepsRunAlive = true
 
     var isValid: Bool { valid.load(ordering: .acquiring) }
 
@@ -45,6 +49,12 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
         if exchanged { return true }
         retained.release()
         return current == bits
+    }
+
+    /// Records what ``keepsRunAliveRequested`` asks for; the owner, if any, applies it on its thread.
+    func requestKeepsRunAlive(_ value: Bool, for item: AnyItem) {
+        guard keepsRunAliveRequested.exchange(value, ordering: .acquiringAndReleasing) != value else { return }
+        owner?.onLoopThread(with: UncheckedItem(item)) { loop, item in loop.applyKeepsRunAlive(item.item) }
     }
 
     /// Whether the item is in at least one mode of its owner.

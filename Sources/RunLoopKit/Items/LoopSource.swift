@@ -65,6 +65,15 @@ public final class LoopSource: @unchecked Sendable {  // Unchecked: see `queued`
     /// Whether the source can still be added and performed. Safe from any thread.
     public var isValid: Bool { core.isValid }
 
+    /// Whether this source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one
+    /// that should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run
+    /// whose mode holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another
+    /// thread it takes effect at the loop's next pass.
+    public var keepsRunAlive: Bool {
+        get { core.keepsRunAliveRequested.load(ordering: .relaxed) }
+        set { core.requestKeepsRunAlive(newValue, for: .source(self)) }
+    }
+
     /// Removes the source from every mode of its loop for good, calling cancel once per mode. Safe from any thread.
     ///
     /// After it returns no new perform starts (one already running on the loop's thread finishes). The cancel
