@@ -54,7 +54,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "main-loop-check"],
+            dependencies: ["RunLoopKit", "main-loop-check", "loop-demo"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

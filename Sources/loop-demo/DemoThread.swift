@@ -1,6 +1,6 @@
 import Glibc
 
-/// A plain POSIX thread for the scenarios that make their own second thread (as the seeds do with NSThread).
+/// A plain POSIX thread for the scenarios that make their own second thread (as Apple code does with NSThread).
 final class DemoThread: @unchecked Sendable {  // Unchecked: `thread` is written once in init, then only joined.
     private var thread = pthread_t()
 

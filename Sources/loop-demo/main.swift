@@ -30,6 +30,9 @@ let scenarios: [Scenario] = [
     Scenario(
         name: "commit", summary: "CommitBeforeSleep: updates coalesced and committed before sleep",
         run: CommitScenario.run),
+    Scenario(
+        name: "echo", summary: "a TCP echo server on descriptor sources, with write backpressure",
+        run: EchoScenario.run),
 ]
 
 @MainActor

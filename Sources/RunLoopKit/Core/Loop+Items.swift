@@ -191,6 +191,8 @@ extension Loop {
         case .descriptor(let source):
             if registrations[source.descriptor] !== source {
                 replaceRegistration(with: source)
+                // ``FileDescriptorSource/events`` changed between the registration and now.
+                if source.events != source.registeredEvents { applyWatchedEvents(source) }
             }
             if source.isParked, state === currentModeState {
                 parkedDescriptorSources.removeAll { $0 === source }
@@ -282,14 +284,16 @@ extension Loop {
     private func register(_ source: FileDescriptorSource) throws(LoopError) {
         // Several threads adding the same source at once: the loser of the race sees EEXIST from its own
         // registration only if the winner already registered; treat that as done.
+        let events = source.events
         do {
-            try poller.register(source.descriptor, events: source.events.epollEvents, tag: source.epollTag)
+            try poller.register(source.descriptor, events: events.epollEvents, tag: source.epollTag)
         } catch {
             let lostTheRace =
                 error.code == .descriptorAlreadyRegistered && source.isRegistered.load(ordering: .acquiring)
             guard lostTheRace else { throw error }
             return
         }
+        source.registeredEvents = events
         source.isRegistered.store(true, ordering: .releasing)
     }
 
@@ -301,6 +305,20 @@ extension Loop {
             previous.invalidate()
         }
         registrations[source.descriptor] = source
+    }
+
+    /// Tells the epoll set what `source` watches now (``FileDescriptorSource/events``), unless its reports are
+    /// suspended (parked: resuming uses the new events) or it is not registered here. A descriptor closed meanwhile
+    /// invalidates its source, as when unparking. Loop thread only.
+    func applyWatchedEvents(_ source: FileDescriptorSource) {
+        guard source.isValid, registrations[source.descriptor] === source, !source.isParked else { return }
+        let events = source.events
+        guard events != source.registeredEvents else { return }
+        source.registeredEvents = events
+        if !poller.resume(source.descriptor, events: events.epollEvents, tag: source.epollTag) {
+            registrations[source.descriptor] = nil
+            source.invalidate()
+        }
     }
 
     /// Takes the source's descriptor out of the epoll set for good. Loop thread only.
@@ -326,7 +344,8 @@ extension Loop {
     /// its source.
     func unpark(_ source: FileDescriptorSource) {
         source.isParked = false
-        if !poller.resume(source.descriptor, events: source.events.epollEvents, tag: source.epollTag) {
+        source.registeredEvents = source.events
+        if !poller.resume(source.descriptor, events: source.registeredEvents.epollEvents, tag: source.epollTag) {
             if registrations[source.descriptor] === source { registrations[source.descriptor] = nil }
             source.invalidate()
         }

@@ -106,7 +106,7 @@ extension Loop {
                 continue
             }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
-            source.performHandler()
+            source.performHandler(source)
             performed = true
         }
         sourceArrays.give(&due)
@@ -284,7 +284,7 @@ extension Loop {
         }
         var handled = false
         for (source, events) in ready where source.isValid && source.core.isIn(modeID: state.id) {
-            source.handler(events)
+            source.handler(source, events)
             handled = true
         }
         readyArrays.give(&ready)

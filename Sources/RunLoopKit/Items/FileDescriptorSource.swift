@@ -12,8 +12,8 @@ import Synchronization
 /// The source does not own the descriptor: invalidate the source before closing the descriptor. If the
 /// descriptor is closed anyway and its number reused, the old source never sees the new descriptor's events.
 ///
-/// Threading: ``invalidate()`` and ``isValid`` are safe from any thread; the handler runs on the loop's thread.
-/// A source belongs to at most one loop, in any number of its modes.
+/// Threading: ``invalidate()``, ``isValid`` and ``events`` (get and set) are safe from any thread; the handler runs on
+/// the loop's thread. A source belongs to at most one loop, in any number of its modes.
 public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mutable state is loop-thread confined.
     /// Readiness conditions.
     public struct Events: OptionSet, Hashable, Sendable, CustomStringConvertible {
@@ -63,18 +63,21 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
 
     /// The watched descriptor.
     public let descriptor: CInt
-    /// The conditions asked for (``Events/error`` and ``Events/hangUp`` are reported regardless).
-    public let events: Events
     /// Among descriptors ready in the same pass, lower orders are handled first.
     public let order: Int
 
     let core = ItemCore()
-    let handler: @Sendable (Events) -> Void
+    let handler: @Sendable (FileDescriptorSource, Events) -> Void
+    /// The bits of ``events``, as last set.
+    private let watchedEvents: Atomic<UInt32>
 
     /// Distinguishes this registration's epoll reports from any earlier one of the same descriptor number.
     let generation: UInt32
     /// Set once the descriptor is in the owner's epoll set (under the poller's lifecycle lock, first add only).
     let isRegistered = Atomic<Bool>(false)
+    /// The events the epoll set was last told: written by the first registration (before ``isRegistered`` is
+    /// published), then on the loop's thread only.
+    nonisolated(unsafe) var registeredEvents: Events = []
     /// Whether the loop took the descriptor out of its epoll set while no mode of the source is running.
     nonisolated(unsafe) var isParked = false
 
@@ -88,17 +91,35 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
     ///   - order: Among descriptors ready in the same pass, lower orders are handled first. Default 0.
     ///   - handler: Called on the loop's thread with the conditions that hold.
     /// - Throws: ``LoopError/Code/badDescriptor`` when `descriptor` is not open.
-    public init(
+    public convenience init(
         descriptor: CInt,
         events: Events = .readable,
         order: Int = 0,
         handler: @escaping @Sendable (Events) -> Void
     ) throws(LoopError) {
+        try self.init(descriptor: descriptor, events: events, order: order) { _, ready in handler(ready) }
+    }
+
+    /// Creates a source watching `descriptor` whose handler is handed the source itself, so it can change what it
+    /// watches (``events``) or invalidate itself without keeping a reference of its own.
+    ///
+    /// - Parameters:
+    ///   - descriptor: An open descriptor that supports readiness (a pipe, socket, eventfd, terminal, ...).
+    ///   - events: The conditions to watch; default ``Events/readable``.
+    ///   - order: Among descriptors ready in the same pass, lower orders are handled first. Default 0.
+    ///   - handler: Called on the loop's thread with the source and the conditions that hold.
+    /// - Throws: ``LoopError/Code/badDescriptor`` when `descriptor` is not open.
+    public init(
+        descriptor: CInt,
+        events: Events = .readable,
+        order: Int = 0,
+        handler: @escaping @Sendable (FileDescriptorSource, Events) -> Void
+    ) throws(LoopError) {
         guard FileDescriptorCalls.isOpen(descriptor) else {
             throw LoopError(.badDescriptor, errno: EBADF, message: "descriptor \(descriptor) is not open")
         }
         self.descriptor = descriptor
-        self.events = events.intersection([.readable, .writable])
+        self.watchedEvents = Atomic(events.intersection([.readable, .writable]).rawValue)
         self.order = order
         self.handler = handler
         var next = Self.generations.add(1, ordering: .relaxed).newValue
@@ -111,13 +132,30 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
         UInt64(generation) << 32 | UInt64(UInt32(bitPattern: descriptor))
     }
 
+    /// The conditions watched (``Events/error`` and ``Events/hangUp`` are reported regardless). Safe from any
+    /// thread.
+    ///
+    /// Set it to change what the source watches without recreating it: add ``Events/writable`` while output is
+    /// pending and take it away once the buffer drained, or drop ``Events/readable`` to stop reading from a peer
+    /// that does not read its replies. On the loop's thread (a handler, typically) the change applies at once;
+    /// from another thread at the loop's next pass. Only ``Events/readable`` and ``Events/writable`` are kept.
+    public var events: Events {
+        get { Events(rawValue: watchedEvents.load(ordering: .acquiring)) }
+        set {
+            let watched = newValue.intersection([.readable, .writable])
+            guard watchedEvents.exchange(watched.rawValue, ordering: .acquiringAndReleasing) != watched.rawValue
+            else { return }
+            core.owner?.onLoopThread(with: self) { loop, source in loop.applyWatchedEvents(source) }
+        }
+    }
+
     /// Whether the source can still be added and handled. Safe from any thread.
     public var isValid: Bool { core.isValid }
 
-    /// Whether this descriptor source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one
-    /// that should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run
-    /// whose mode holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another
-    /// thread it takes effect at the loop's next pass.
+    /// Whether this descriptor source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for
+    /// one that should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run
+    /// whose mode holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another thread
+    /// it takes effect at the loop's next pass.
     public var keepsRunAlive: Bool {
         get { core.keepsRunAliveRequested.load(ordering: .relaxed) }
         set { core.requestKeepsRunAlive(newValue, for: .descriptor(self)) }

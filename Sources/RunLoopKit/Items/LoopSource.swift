@@ -16,7 +16,7 @@ public final class LoopSource: @unchecked Sendable {  // Unchecked: see `queued`
     public let order: Int
 
     let core = ItemCore()
-    let performHandler: @Sendable () -> Void
+    let performHandler: @Sendable (LoopSource) -> Void
     let scheduleHandler: (@Sendable (Loop, Loop.Mode) -> Void)?
     let cancelHandler: (@Sendable (Loop, Loop.Mode) -> Void)?
 
@@ -35,11 +35,29 @@ public final class LoopSource: @unchecked Sendable {  // Unchecked: see `queued`
     ///   - cancel: Called on the loop's thread each time the source leaves a mode (removed, invalidated, or its
     ///     loop's thread exited), with that mode.
     ///   - perform: Called on the loop's thread once per signalled state, in a mode the source is in.
-    public init(
+    public convenience init(
         order: Int = 0,
         schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
         cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
         perform: @escaping @Sendable () -> Void
+    ) {
+        self.init(order: order, schedule: schedule, cancel: cancel) { _ in perform() }
+    }
+
+    /// Creates a source whose perform handler is handed the source itself, so it can invalidate or re-signal it
+    /// without keeping a reference of its own (as a timer's handler is handed its timer).
+    ///
+    /// - Parameters:
+    ///   - order: Lower orders are performed first within a pass. Default 0.
+    ///   - schedule: Called on the loop's thread each time the source is added to one of its modes, with that mode.
+    ///   - cancel: Called on the loop's thread each time the source leaves a mode (removed, invalidated, or its
+    ///     loop's thread exited), with that mode.
+    ///   - perform: Called on the loop's thread with the source, once per signalled state, in a mode it is in.
+    public init(
+        order: Int = 0,
+        schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
+        cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
+        perform: @escaping @Sendable (LoopSource) -> Void
     ) {
         self.order = order
         self.scheduleHandler = schedule
@@ -65,10 +83,10 @@ public final class LoopSource: @unchecked Sendable {  // Unchecked: see `queued`
     /// Whether the source can still be added and performed. Safe from any thread.
     public var isValid: Bool { core.isValid }
 
-    /// Whether this source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one
-    /// that should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run
-    /// whose mode holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another
-    /// thread it takes effect at the loop's next pass.
+    /// Whether this source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one that
+    /// should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run whose mode
+    /// holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another thread it takes
+    /// effect at the loop's next pass.
     public var keepsRunAlive: Bool {
         get { core.keepsRunAliveRequested.load(ordering: .relaxed) }
         set { core.requestKeepsRunAlive(newValue, for: .source(self)) }

@@ -115,10 +115,10 @@ public final class LoopTimer: @unchecked Sendable {  // Unchecked: mutable field
     /// Whether the timer can still fire. Safe from any thread.
     public var isValid: Bool { core.isValid }
 
-    /// Whether this timer keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one
-    /// that should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run
-    /// whose mode holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another
-    /// thread it takes effect at the loop's next pass.
+    /// Whether this timer keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one that
+    /// should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run whose mode
+    /// holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another thread it takes
+    /// effect at the loop's next pass.
     public var keepsRunAlive: Bool {
         get { core.keepsRunAliveRequested.load(ordering: .relaxed) }
         set { core.requestKeepsRunAlive(newValue, for: .timer(self)) }
