@@ -33,9 +33,10 @@ extension Loop {
         }
     }
 
-    /// Steps 3 and 5: runs the queued blocks whose modes match the running mode, oldest first.
+    /// Steps 3 and 5: runs the queued blocks and actor jobs whose modes match the running mode, oldest first.
     ///
-    /// Blocks for other modes keep their place ahead of blocks queued meanwhile.
+    /// Blocks for other modes (and jobs, in a run nested inside a job) keep their place ahead of blocks queued
+    /// meanwhile.
     func runBlocks() {
         applyChanges()
         guard let state = currentModeState, !blocks.isEmpty else { return }
@@ -44,8 +45,8 @@ extension Loop {
         // Blocks for other modes are rare: their array is only taken from the pool when one turns up.
         var waiting: [PendingBlock]?
         for block in batch {
-            if matches(block.modes, state) {
-                block.body()
+            if canRun(block, state) {
+                run(block)
             } else {
                 if waiting == nil { waiting = blockArrays.take() }
                 waiting!.append(block)
@@ -174,10 +175,10 @@ extension Loop {
         return state.hasNoItems
     }
 
-    /// Whether work for the running mode is already queued on this thread: a block, or a signalled source.
+    /// Whether work for the running mode is already queued on this thread: a block or job, or a signalled source.
     private func hasLocalWork() -> Bool {
         guard let state = currentModeState else { return false }
-        if blocks.contains(where: { matches($0.modes, state) }) { return true }
+        if blocks.contains(where: { canRun($0, state) }) { return true }
         return signalledSources.contains { $0.core.isIn(modeID: state.id) }
     }
 

@@ -104,10 +104,11 @@ extension Loop {
         }
     }
 
-    /// Whether a run in `state` has nothing to wait for: no source, descriptor source or timer, and no block for it.
+    /// Whether a run in `state` has nothing to wait for: no source, descriptor source or timer, and no block or
+    /// actor job it could run.
     func isEmpty(_ state: ModeState) -> Bool {
         guard state.hasNoItems else { return false }
-        return !blocks.contains { matches($0.modes, state) }
+        return !blocks.contains { canRun($0, state) }
     }
 
     /// The mode `name` created because a pending block names it (CF creates a block's modes when it is queued;
