@@ -92,6 +92,7 @@ extension Loop {
         onLoopThread { [self] in
             guard commonModeNames.insert(mode).inserted else { return }
             let state = self.mode(named: mode)
+            state.isCommon = true
             for item in commonItems.values { addToMode(item, state) }
         }
     }

@@ -70,7 +70,7 @@ extension Loop {
     }
 
     private func matches(_ mode: Mode, _ state: ModeState) -> Bool {
-        mode == state.name || (mode == .common && commonModeNames.contains(state.name))
+        mode == state.name || (mode == .common && state.isCommon)
     }
 
     /// Step 4: performs the signalled sources of the running mode, lower order first; answers whether any ran.

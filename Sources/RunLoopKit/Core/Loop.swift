@@ -223,6 +223,7 @@ public final class Loop: @unchecked Sendable {
     func mode(named name: Mode) -> ModeState {
         if let state = existingMode(named: name) { return state }
         let state = ModeState(name: name, id: modeList.count)
+        state.isCommon = commonModeNames.contains(name)
         modesByName[name] = state
         modeList.append(state)
         return state

@@ -13,6 +13,9 @@ final class ModeState {
     @exclusivity(unchecked) private(set) var observers: [LoopObserver] = []
     /// The union of the observers' activities, to skip dispatch cheaply. Only ever grows, as in CF.
     private(set) var observedActivities: Loop.Activity = []
+    /// Whether the mode is one of the loop's common modes, so a block or job for ``Loop/Mode/common`` matches it
+    /// without hashing the name. Set when the mode is created or made common (never cleared, as in CF).
+    @exclusivity(unchecked) var isCommon = false
 
     init(name: Loop.Mode, id: Int) {
         self.name = name
