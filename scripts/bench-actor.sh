@@ -25,7 +25,7 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for ((run = 1; run <= runs; run++)); do
     echo "bench-actor: run $run/$runs: RunLoopKit" >&2
-    "${pin[@]}" "$ours" A --runs 1 "${quick[@]}" 2>/dev/null | grep -E '^A(@cpu0)? [a-z_]+ ' | sed -E 's/^A(@cpu0)? //' >>"$results"
+    "${pin[@]}" "$ours" A --runs 1 "${quick[@]}" 2>/dev/null | grep -E '^A(@cpu0)? [a-z0-9_]+ ' | sed -E 's/^A(@cpu0)? //' >>"$results"
     echo "bench-actor: run $run/$runs: NIO" >&2
     "${pin[@]}" "$theirs" "${quick[@]}" | sed -E 's/^A-nio //' >>"$results"
 done
