@@ -141,8 +141,7 @@ extension Loop {
             createdBeforeFork
                 ? ForkGuard.message
                 : "RunLoopKit: code isolated to an actor on \(loopDescriptionForTraps) ran on thread \(caller)"
-                    + "\(callerName), not on the loop's own thread (checkIsolated / assumeIsolated / "
-                    + "preconditionIsolated)")
+                    + "\(callerName), not on the loop's own thread (checkIsolated())")
     }
 
     /// "the loop of thread 1234 "db"" — the thread's name while it is alive.

@@ -85,6 +85,19 @@ import Testing
         #expect(observed.jobRanInTracking == true)
     }
 
+    @Test func runDoesNotFinishWhileAJobIsQueuedForItsMode() {
+        let log = Recorder<String>()
+        let (_, thread) = startLoopThread { loop in
+            // The job is queued on the loop's own thread; the default mode has no item at all.
+            let actor = LoopBoundRecorder(loop: loop)
+            _ = Task.immediateDetached { await actor.record("job", in: log) }
+            loop.run()
+            log.append("run returned")
+        }
+        thread.join()
+        #expect(log.all == ["job", "run returned"])
+    }
+
     @Test func anEmptyModeSetIsRefused() {
         let loop = Loop.current
         #expect(throws: LoopError.self) { _ = try loop.executor(in: []) }
