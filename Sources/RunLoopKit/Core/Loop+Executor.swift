@@ -47,7 +47,7 @@ extension Loop {
     /// the loop's thread has exited. Any thread.
     @inline(__always)
     func enqueueJob(_ job: UnownedJob, in modes: BlockModes, on executor: UnownedSerialExecutor) {
-        let block = PendingBlock(modes: modes, body: .job(job, executor))
+        let block = PendingBlock(modes: modes, job: QueuedJob(job: job, executor: executor))
         if isCurrent {
             blocks.append(block)
             return
@@ -64,21 +64,18 @@ extension Loop {
     /// never entered again by another job of the same executor.
     @inline(__always)
     func canRun(_ block: PendingBlock, _ state: ModeState) -> Bool {
-        guard matches(block.modes, state) else { return false }
-        if case .job = block.body { return !isRunningJob }
-        return true
+        matches(block.modes, state) && (block.job == nil || !isRunningJob)
     }
 
     /// Runs a block's closure, or its job on the job's executor. Loop thread only.
     @inline(__always)
     func run(_ block: PendingBlock) {
-        switch block.body {
-        case .closure(let body):
-            body()
-        case .job(let job, let executor):
+        if let queued = block.job {
             isRunningJob = true
-            job.runSynchronously(on: executor)
+            queued.job.runSynchronously(on: queued.executor)
             isRunningJob = false
+        } else {
+            block.closure()
         }
     }
 
@@ -87,8 +84,7 @@ extension Loop {
     /// the common modes included), else the job's first mode by name. Loop thread only.
     func modeForQueuedJob() -> Mode? {
         applyChanges()
-        for block in blocks {
-            guard case .job = block.body else { continue }
+        for block in blocks where block.job != nil {
             switch block.modes {
             case .one(let mode):
                 return mode == .common ? .default : mode
@@ -115,7 +111,7 @@ extension Loop {
     /// Traps if an actor job is still queued as the loop's thread exits: it could never run on the actor's thread
     /// and its task would wait forever. Loop thread only, in the teardown.
     func trapOnQueuedJobs() {
-        let jobs = blocks.count { if case .job = $0.body { true } else { false } }
+        let jobs = blocks.count { $0.job != nil }
         guard jobs > 0 else { return }
         fatalError(
             "RunLoopKit: the thread of \(loopDescriptionForTraps) exited with \(jobs) actor job(s) still queued; "

@@ -150,7 +150,7 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
-        enqueue(PendingBlock(modes: .one(mode), body: .closure(block)))
+        enqueue(PendingBlock(modes: .one(mode), closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
@@ -161,7 +161,7 @@ public final class Loop: @unchecked Sendable {
     @discardableResult
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
         guard !modes.isEmpty else { return false }
-        return enqueue(PendingBlock(modes: .many(modes), body: .closure(block)))
+        return enqueue(PendingBlock(modes: .many(modes), closure: block))
     }
 
     private func enqueue(_ block: PendingBlock) -> Bool {
