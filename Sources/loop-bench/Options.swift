@@ -1,4 +1,4 @@
-/// The command line: `loop-bench [W1|W2|W3|W4|W5|F|P|M|all] [--runs N] [--quick]`.
+/// The command line: `loop-bench [W1|W2|W3|W4|W5|F|P|M|A|all] [--runs N] [--quick]`.
 struct Options {
     /// The workloads to run, in order.
     var workloads: [any Benchmark.Type] = Options.allWorkloads
@@ -18,14 +18,17 @@ struct Options {
             FootprintBenchmark.self,
             PassCostBenchmark.self,
             MainActorBenchmark.self,
+            ActorHopBenchmark.self,
         ]
     }
 
     static let usage = """
-        usage: loop-bench [W1|W2|W3|W4|W5|F|P|M|all]... [--runs N] [--quick]
+        usage: loop-bench [W1|W2|W3|W4|W5|F|P|M|A|all]... [--runs N] [--quick]
           W1 ping-pong, W2 fan-in, W3 timers, W4 churn, W5 wake latency (Docs/Benchmarks.md),
           F footprint per idle loop (descriptors, resident bytes), P pass cost (1 vs 10,000 idle items),
-          M @MainActor round trip on Loop.main; default: all
+          M @MainActor round trip on Loop.main,
+          A actor hop (an actor on a loop vs Loop.perform and the default executor);
+          default: all
           --runs N   runs per workload, median reported (default 3)
           --quick    sizes divided by 10, for smoke runs
         """

@@ -354,10 +354,11 @@ extension Loop {
     // MARK: Thread exit
 
     /// Called by the registry when the owning thread exits: removes every item, drops blocks, closes descriptors.
+    /// Traps if an actor job is still queued (it could never run, and its task would wait forever).
     func tearDownOnThreadExit() {
         applyChanges()
         terminated.store(true, ordering: .releasing)
-        applyChanges()
+        closeInbox()
         for (_, item) in commonItems { item.core.isCommon = false }
         commonItems.removeAll()
         for state in modeList {
@@ -371,6 +372,7 @@ extension Loop {
         parkedTimers.removeAll()
         signalStack.popAll { $0.queued = false }
         signalledSources.removeAll()
+        trapOnQueuedJobs()
         blocks.removeAll()
         poller.close()
     }

@@ -33,9 +33,10 @@ extension Loop {
         }
     }
 
-    /// Steps 3 and 5: runs the queued blocks whose modes match the running mode, oldest first.
+    /// Steps 3 and 5: runs the queued blocks and actor jobs whose modes match the running mode, oldest first.
     ///
-    /// Blocks for other modes keep their place ahead of blocks queued meanwhile.
+    /// Blocks for other modes (and jobs, in a run nested inside a job) keep their place ahead of blocks queued
+    /// meanwhile.
     func runBlocks() {
         applyChanges()
         guard let state = currentModeState, !blocks.isEmpty else { return }
@@ -44,8 +45,8 @@ extension Loop {
         // Blocks for other modes are rare: their array is only taken from the pool when one turns up.
         var waiting: [PendingBlock]?
         for block in batch {
-            if matches(block.modes, state) {
-                block.body()
+            if canRun(block, state) {
+                run(block)
             } else {
                 if waiting == nil { waiting = blockArrays.take() }
                 waiting!.append(block)
@@ -188,11 +189,11 @@ extension Loop {
         hasNothingToWaitFor(state)
     }
 
-    /// Whether work for a run in `state` is already queued on this thread: a block, a signalled source, or main
-    /// queue work the loop has been told of and may serve now.
+    /// Whether work for a run in `state` is already queued on this thread: a block or actor job, a signalled
+    /// source, or main-queue work the loop has been told of and may serve now.
     private func hasLocalWork(in state: ModeState) -> Bool {
         if mainQueue.hasWork && servesMainQueue(in: state) { return true }
-        if blocks.contains(where: { matches($0.modes, state) }) { return true }
+        if blocks.contains(where: { canRun($0, state) }) { return true }
         return signalledSources.contains { $0.core.isIn(modeID: state.id) }
     }
 

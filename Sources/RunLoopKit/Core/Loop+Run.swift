@@ -107,10 +107,10 @@ extension Loop {
     }
 
     /// Whether a run in `state` has nothing to wait for: nothing keeps it alive (``hasNothingToWaitFor(_:)``) and
-    /// no block is queued for it.
+    /// no block or actor job it could run is queued.
     func isEmpty(_ state: ModeState) -> Bool {
         guard hasNothingToWaitFor(state) else { return false }
-        return !blocks.contains { matches($0.modes, state) }
+        return !blocks.contains { canRun($0, state) }
     }
 
     /// The mode `name` created because a pending block names it (CF creates a block's modes when it is queued;

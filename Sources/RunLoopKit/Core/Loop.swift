@@ -17,7 +17,11 @@ import Synchronization
 ///   anything, itself included.
 ///
 /// When its thread exits, a loop removes every item from every mode (calling source cancel handlers on the
-/// exiting thread), drops pending blocks unrun and closes its three descriptors.
+/// exiting thread), drops pending blocks unrun and closes its three descriptors. An actor job still queued then,
+/// or enqueued later, traps (see ``enqueue(_:)``).
+///
+/// A loop is also a `SerialExecutor`: an actor whose `unownedExecutor` is the loop's runs on the loop's thread, its
+/// jobs at the block points of passes in the common modes (Loop+Executor.swift).
 public final class Loop: @unchecked Sendable {
     // Unchecked Sendable: everything below the "Loop thread only" mark is confined to the owning thread, which
     // every entry point checks or reaches through `inbox`; the rest is immutable, atomic or mutex-protected.
@@ -68,6 +72,8 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var blocks: [PendingBlock] = []
     /// The main loop's service of Dispatch's main queue (Loop+MainQueue.swift).
     @exclusivity(unchecked) var mainQueue = MainQueueService()
+    /// Whether an actor job of this loop is running: runs nested inside it run no other job (Loop+Executor.swift).
+    @exclusivity(unchecked) var isRunningJob = false
 
     /// Reusable arrays, so a pass allocates nothing in the steady state (nested runs take their own).
     @exclusivity(unchecked) var blockArrays = ArrayPool<PendingBlock>()
@@ -152,7 +158,7 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
-        enqueue(PendingBlock(modes: .one(mode), body: block))
+        enqueue(PendingBlock(modes: .one(mode), closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
@@ -163,7 +169,7 @@ public final class Loop: @unchecked Sendable {
     @discardableResult
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
         guard !modes.isEmpty else { return false }
-        return enqueue(PendingBlock(modes: .many(modes), body: block))
+        return enqueue(PendingBlock(modes: .many(modes), closure: block))
     }
 
     private func enqueue(_ block: PendingBlock) -> Bool {

@@ -3,7 +3,8 @@ final class ModeState {
     let name: Loop.Mode
     /// Index in the loop's mode list; items record it in ``ItemCore/memberships``.
     let id: Int
-    /// Whether the mode is in the loop's common-modes set (which only grows), so passes need not hash its name.
+    /// Whether the mode is one of the loop's common modes, so passes (a block or job for ``Loop/Mode/common``, the
+    /// main queue) need not hash its name. Set when the mode is created or made common (never cleared, as in CF).
     @exclusivity(unchecked) var isCommon = false
 
     // Unordered; each item records its index here (its slot) in its `ItemCore` membership for this mode, so

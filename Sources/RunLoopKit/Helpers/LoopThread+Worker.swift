@@ -140,11 +140,15 @@ extension LoopThread {
         }
         worker.removeControl()
         // Blocks admitted before the stop (possibly before the first run began) run now, each in a pass of a mode it
-        // was queued for.
-        while case let modes = worker.modesWithPendingWork(), !modes.isEmpty {
+        // was queued for; so do actor jobs queued before the thread exits (they may queue more jobs and blocks).
+        while true {
+            let modes = worker.modesWithPendingWork()
             for mode in modes {
                 loop.run(in: mode, for: .zero)
             }
+            guard modes.isEmpty else { continue }
+            guard let mode = loop.modeForQueuedJob() else { break }
+            loop.run(in: mode, for: .zero)
         }
     }
 

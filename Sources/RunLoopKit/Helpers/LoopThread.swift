@@ -14,6 +14,10 @@ import Synchronization
 /// for; then the thread exits. Work submitted once the stop began is rejected with
 /// ``LoopError/Code/threadStopped``, never dropped silently. Dropping the last reference stops and joins the
 /// thread too.
+///
+/// Actors: an actor whose `unownedExecutor` is `loop.asUnownedSerialExecutor()` (or a ``LoopExecutor`` of the
+/// loop) runs on the worker. Its jobs queued before the thread exits run in the drain at stop, as blocks do; a job
+/// that arrives after the thread exited traps (it cannot run on the actor's thread, and must not run elsewhere).
 public final class LoopThread: Sendable {
     /// The name given at creation; the thread itself carries its first 15 bytes (the kernel's limit).
     public let name: String

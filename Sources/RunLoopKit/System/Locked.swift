@@ -38,6 +38,18 @@ final class Locked<Value> {
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
     }
+
+    /// Runs `body` with exclusive access to the value, handing it `argument` to consume (say, to append), so the
+    /// argument is moved in rather than copied as a captured value would be.
+    @inline(__always)
+    func withLock<Argument: ~Copyable, Result>(
+        consuming argument: consuming Argument,
+        _ body: (inout Value, consuming Argument) -> Result
+    ) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body(&value, argument)
+    }
 }
 
 /// Sendable when its value is: the mutex orders every access, so sharing the box shares the value.

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Workload A (actor hop) against SwiftNIO: builds loop-bench and the peer scripts/peers/nio-actor-bench in release
+# mode, then runs fresh processes alternating ours and NIO's (RUNS each, default 3), and prints the median of each
+# figure (ns per round trip) and the ratios.
+#
+# Usage: scripts/bench-actor.sh [--quick]      Environment: RUNS (default 3), TASKSET (e.g. "taskset -c 0").
+# Figures vary a lot on a busy machine: each round trip wakes two threads; run it on a quiet one.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+quick=()
+[[ "${1:-}" == "--quick" ]] && quick=(--quick)
+runs="${RUNS:-3}"
+read -r -a pin <<<"${TASKSET:-}"
+
+swift build -c release --product loop-bench >&2
+(cd scripts/peers/nio-actor-bench && swift build -c release >&2)
+ours=.build/release/loop-bench
+theirs=scripts/peers/nio-actor-bench/.build/release/nio-actor-bench
+
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+for ((run = 1; run <= runs; run++)); do
+    echo "bench-actor: run $run/$runs: RunLoopKit" >&2
+    "${pin[@]}" "$ours" A --runs 1 "${quick[@]}" 2>/dev/null | grep -E '^A(@cpu0)? [a-z0-9_]+ ' | sed -E 's/^A(@cpu0)? //' >>"$results"
+    echo "bench-actor: run $run/$runs: NIO" >&2
+    "${pin[@]}" "$theirs" "${quick[@]}" | sed -E 's/^A-nio //' >>"$results"
+done
+
+median() {
+    grep -E "^$1 " "$results" | awk '{ print $2 }' | sort -n | awk '{ v[NR] = $1 } END {
+        if (NR == 0) { print "nan"; exit }
+        print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+printf '%-22s %12s\n' "figure (median of $runs)" "ns/rt"
+for key in loop_actor_ns perform_ns default_actor_ns loop_to_loop_ns w1_perform_ns \
+    nio_actor_ns nio_execute_ns nio_loop_to_loop_ns; do
+    printf '%-22s %12s\n' "${key%_ns}" "$(median "$key")"
+done
+ratio() { awk -v a="$(median "$1")" -v b="$(median "$2")" 'BEGIN { printf "%.2f", a / b }'; }
+echo
+echo "loop_actor / perform          $(ratio loop_actor_ns perform_ns)   (target <= 1.2)"
+echo "loop_to_loop / w1_perform     $(ratio loop_to_loop_ns w1_perform_ns)   (target <= 1.2)"
+echo "loop_actor / nio_actor        $(ratio loop_actor_ns nio_actor_ns)"
+echo "loop_to_loop / nio_loop_to_loop $(ratio loop_to_loop_ns nio_loop_to_loop_ns)"
+echo "nio_actor / nio_execute       $(ratio nio_actor_ns nio_execute_ns)"

@@ -1,0 +1,96 @@
+// nio-actor-bench [--quick]: loop-bench's workload A (actor hop) on SwiftNIO, for scripts/bench-actor.sh.
+//
+// An actor method awaited N = 100,000 times, one call after another, from a task on the global executor:
+// - nio_actor: the actor's executor is a NIO event loop (`eventLoop.executor`, a `SelectableEventLoop`, which
+//   queues the job without a closure);
+// - nio_execute: the same round trip by hand: a continuation resumed by a closure run with `eventLoop.execute`;
+// - nio_loop_to_loop: an actor on event loop A calls an actor on event loop B.
+// Prints one "A-nio <key> <value>" line per figure, like loop-bench's machine-readable lines.
+import Glibc
+import NIOCore
+import NIOPosix
+
+let quick = CommandLine.arguments.contains("--quick")
+let calls = quick ? 10_000 : 100_000
+let warmUp = calls / 10
+
+actor Counter {
+    let executor: any SerialExecutor
+    private var count = 0
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    init(executor: any SerialExecutor) { self.executor = executor }
+
+    func bump() -> Int {
+        count += 1
+        return count
+    }
+}
+
+actor Caller {
+    let executor: any SerialExecutor
+    let callee: Counter
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    init(executor: any SerialExecutor, callee: Counter) {
+        self.executor = executor
+        self.callee = callee
+    }
+
+    func call(times: Int) async -> UInt64 {
+        let begin = DispatchTimeLike.now()
+        for _ in 0..<times { _ = await callee.bump() }
+        return DispatchTimeLike.now() - begin
+    }
+}
+
+/// The loop's counter for the execute baseline: touched only inside closures on one event loop, one at a time.
+final class ConfinedCounter: @unchecked Sendable {
+    private var count = 0
+
+    func bump(on loop: any EventLoop) async -> Int {
+        await withUnsafeContinuation { continuation in
+            loop.execute {
+                self.count += 1
+                continuation.resume(returning: self.count)
+            }
+        }
+    }
+}
+
+/// Nanoseconds on CLOCK_MONOTONIC.
+enum DispatchTimeLike {
+    static func now() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+}
+
+let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+let loops = Array(group.makeIterator())
+let loopA = loops[0]
+let loopB = loops[1]
+
+let counter = Counter(executor: loopB.executor)
+for _ in 0..<warmUp { _ = await counter.bump() }
+var begin = DispatchTimeLike.now()
+for _ in 0..<calls { _ = await counter.bump() }
+let actorElapsed = DispatchTimeLike.now() - begin
+
+let confined = ConfinedCounter()
+for _ in 0..<warmUp { _ = await confined.bump(on: loopB) }
+begin = DispatchTimeLike.now()
+for _ in 0..<calls { _ = await confined.bump(on: loopB) }
+let executeElapsed = DispatchTimeLike.now() - begin
+
+let caller = Caller(executor: loopA.executor, callee: Counter(executor: loopB.executor))
+_ = await caller.call(times: warmUp)
+let loopToLoopElapsed = await caller.call(times: calls)
+
+try await group.shutdownGracefully()
+
+func ns(_ elapsed: UInt64) -> Int { Int(Double(elapsed) / Double(calls)) }
+print("A-nio nio_actor_ns \(ns(actorElapsed))")
+print("A-nio nio_execute_ns \(ns(executeElapsed))")
+print("A-nio nio_loop_to_loop_ns \(ns(loopToLoopElapsed))")
