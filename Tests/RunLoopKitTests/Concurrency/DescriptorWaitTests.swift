@@ -1,0 +1,111 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import RunLoopKit
+
+@Suite("Async descriptor readiness waits", .timeLimit(.minutes(2)))
+struct DescriptorWaitTests {
+    @Test func waitUntilReadableAnswersOnceDataArrivesAndLeavesNothingBehind() async throws {
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let before = AsyncSupport.footprint(of: worker)
+        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
+        pipe.write()
+        let events = try #require(await AsyncSupport.result(of: task)).get()
+        #expect(events.contains(.readable))
+        #expect(await AsyncSupport.footprint(of: worker, becomes: before))
+    }
+
+    @Test func waitUntilWritableAnswersAtOnceForAnEmptyPipe() async throws {
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let events = try await worker.loop.waitUntilWritable(pipe.writeEnd)
+        #expect(events == .writable)
+    }
+
+    @Test func waitReportsAHangUp() async throws {
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        let pipe = Pipe()
+        defer { close(pipe.readEnd) }
+        close(pipe.writeEnd)
+        let events = try await worker.loop.waitUntilReadable(pipe.readEnd)
+        #expect(events.contains(.hangUp))
+    }
+
+    @Test func waitOnABadDescriptorThrowsBadDescriptor() async throws {
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        let closed = ItemsSupport.closedDescriptorNumber(slot: 7)
+        let result = await Result(catching: { try await worker.loop.waitUntilReadable(closed) })
+        #expect(loopErrorCode(result) == .badDescriptor)
+    }
+
+    @Test func waitOnADescriptorAnotherSourceWatchesThrowsAlreadyRegistered() async throws {
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let other = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+        try worker.loop.add(other)
+        defer { other.invalidate() }
+        let before = AsyncSupport.footprint(of: worker)
+        let result = await Result(catching: { try await worker.loop.waitUntilReadable(pipe.readEnd) })
+        #expect(loopErrorCode(result) == .descriptorAlreadyRegistered)
+        #expect(AsyncSupport.footprint(of: worker) == before)
+    }
+
+    @Test func waitOnADeadLoopThrowsLoopTerminated() async {
+        let loop = AsyncSupport.deadLoop()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let result = await Result(catching: { try await loop.waitUntilReadable(pipe.readEnd) })
+        #expect(loopErrorCode(result) == .loopTerminated)
+    }
+
+    @Test func waitThrowsLoopTerminatedWhenTheThreadStopsDuringIt() async throws {
+        let worker = try LoopThread(name: "async-fd")
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
+        worker.stop()
+        #expect(loopErrorCode(await AsyncSupport.result(of: task)) == .loopTerminated)
+    }
+
+    @Test func waitCancelledBeforeTheCallThrowsWithoutTouchingTheLoop() async throws {
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let before = AsyncSupport.footprint(of: worker)
+        let result = await Task {
+            AsyncSupport.cancelCurrentTask()
+            return try await worker.loop.waitUntilReadable(pipe.readEnd)
+        }.result
+        #expect(isCancellation(result))
+        #expect(AsyncSupport.footprint(of: worker) == before)
+    }
+
+    @Test func waitCancelledDuringItResumesAtOnceAndUnregistersTheDescriptor() async throws {
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let before = AsyncSupport.footprint(of: worker)
+        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).epollEntries == before.epollEntries + 1 })
+        task.cancel()
+        #expect(isCancellation(await AsyncSupport.result(of: task)))
+        #expect(AsyncSupport.footprint(of: worker) == before)
+        // The descriptor is free again: a later wait on it works.
+        pipe.write()
+        #expect(try await worker.loop.waitUntilReadable(pipe.readEnd).contains(.readable))
+    }
+}
