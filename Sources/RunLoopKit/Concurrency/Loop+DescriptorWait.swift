@@ -42,7 +42,7 @@ extension Loop {
         in mode: Mode = .default
     ) async throws -> FileDescriptorSource.Events {
         try await LoopWaiter<FileDescriptorSource.Events>.wait { waiter in
-            let dropped = DropSignal { [self] in waiter.finish(.failure(lostSourceError(descriptor: descriptor))) }
+            let dropped = DropSignal(armed: false) { [self] in waiter.finish(.failure(lostSourceError(descriptor: descriptor))) }
             let source: FileDescriptorSource
             do {
                 source = try FileDescriptorSource(descriptor: descriptor, events: events) { seen in
@@ -53,14 +53,15 @@ extension Loop {
                 waiter.finish(.failure(error))
                 return
             }
-            do {
-                try add(source, to: mode)
-            } catch {
-                source.invalidate()
-                waiter.finish(.failure(error))
-                return
+            dropped.arm()
+            addWaitSource(source, to: mode) { error in
+                if let error {
+                    source.invalidate()
+                    waiter.finish(.failure(error))
+                } else {
+                    waiter.setCleanup { [weak source] in source?.invalidate() }
+                }
             }
-            waiter.setCleanup { [weak source] in source?.invalidate() }
             if isTerminated { waiter.finish(.failure(Loop.terminatedError)) }
         }
     }

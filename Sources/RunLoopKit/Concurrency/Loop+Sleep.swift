@@ -25,7 +25,7 @@ extension Loop {
     /// cancellation and errors.
     public func sleep(until deadline: Instant, tolerance: Duration = .zero, in mode: Mode = .default) async throws {
         try await LoopWaiter<Void>.wait { waiter in
-            let dropped = DropSignal { waiter.finish(.failure(Loop.terminatedError)) }
+            let dropped = DropSignal(armed: false) { waiter.finish(.failure(Loop.terminatedError)) }
             let timer: LoopTimer
             do {
                 timer = try LoopTimer(fireAt: deadline, tolerance: tolerance) { _ in
@@ -36,6 +36,7 @@ extension Loop {
                 waiter.finish(.failure(error))
                 return
             }
+            dropped.arm()
             do {
                 try add(timer, to: mode)
             } catch {

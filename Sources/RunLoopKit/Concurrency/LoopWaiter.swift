@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One suspended task waiting for one thing a loop will do (run a block, fire a timer, report a descriptor): the
 /// state machine that resumes its continuation exactly once, whichever comes first of the event, the task's
 /// cancellation, a failure and the loop letting go of its item.
@@ -124,14 +126,25 @@ final class LoopWaiter<Value: Sendable>: Sendable {
 /// thread may hold.
 final class DropSignal: Sendable {
     private let onDrop: @Sendable () -> Void
+    private let armed: Atomic<Bool>
 
-    init(_ onDrop: @escaping @Sendable () -> Void) {
+    /// A signal that calls `onDrop` when released; an unarmed one only after ``arm()`` (so a handler released
+    /// because creating its item failed reports nothing).
+    init(armed: Bool = true, _ onDrop: @escaping @Sendable () -> Void) {
         self.onDrop = onDrop
+        self.armed = Atomic(armed)
+    }
+
+    /// From now on, releasing the signal calls its closure.
+    func arm() {
+        armed.store(true, ordering: .releasing)
     }
 
     /// Keeps the signal alive as long as the closure that calls this; does nothing else.
     @inline(__always)
     func keepAlive() {}
 
-    deinit { onDrop() }
+    deinit {
+        if armed.load(ordering: .acquiring) { onDrop() }
+    }
 }

@@ -83,21 +83,22 @@ final class ReadinessWatch: Sendable {
             let source: FileDescriptorSource
             do {
                 source = try existing ?? makeSource()
-                try loop.add(source, to: mode)
             } catch {
                 addFinished()
                 end(error)
                 return
             }
-            addFinished()
+            loop.addWaitSource(source, to: mode) { [self] error in
+                addFinished()
+                if let error { end(error) }
+            }
             if loop.isTerminated { end(Loop.terminatedError) }
-            withExtendedLifetime(source) {}
         }
     }
 
     /// Creates the iteration's source and records it (weakly).
     private func makeSource() throws -> FileDescriptorSource {
-        let dropped = DropSignal { [weak self] in
+        let dropped = DropSignal(armed: false) { [weak self] in
             guard let self else { return }
             end(loop.lostSourceError(descriptor: descriptor))
         }
@@ -105,6 +106,7 @@ final class ReadinessWatch: Sendable {
             dropped.keepAlive()
             self?.deliver(seen)
         }
+        dropped.arm()
         state.withLock { $0.source = source }
         return source
     }

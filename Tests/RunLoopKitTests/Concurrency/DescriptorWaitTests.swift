@@ -7,10 +7,10 @@ import Testing
 @Suite("Async descriptor readiness waits", .timeLimit(.minutes(2)))
 struct DescriptorWaitTests {
     @Test func waitUntilReadableAnswersOnceDataArrivesAndLeavesNothingBehind() async throws {
-        let worker = try LoopThread(name: "async-fd")
-        defer { worker.stop() }
         let pipe = Pipe()
         defer { pipe.close() }
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
         let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
@@ -21,19 +21,19 @@ struct DescriptorWaitTests {
     }
 
     @Test func waitUntilWritableAnswersAtOnceForAnEmptyPipe() async throws {
-        let worker = try LoopThread(name: "async-fd")
-        defer { worker.stop() }
         let pipe = Pipe()
         defer { pipe.close() }
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
         let events = try await worker.loop.waitUntilWritable(pipe.writeEnd)
         #expect(events == .writable)
     }
 
     @Test func waitReportsAHangUp() async throws {
-        let worker = try LoopThread(name: "async-fd")
-        defer { worker.stop() }
         let pipe = Pipe()
         defer { close(pipe.readEnd) }
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
         close(pipe.writeEnd)
         let events = try await worker.loop.waitUntilReadable(pipe.readEnd)
         #expect(events.contains(.hangUp))
@@ -48,10 +48,10 @@ struct DescriptorWaitTests {
     }
 
     @Test func waitOnADescriptorAnotherSourceWatchesThrowsAlreadyRegistered() async throws {
-        let worker = try LoopThread(name: "async-fd")
-        defer { worker.stop() }
         let pipe = Pipe()
         defer { pipe.close() }
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
         let other = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
         try worker.loop.add(other)
         defer { other.invalidate() }
@@ -70,9 +70,9 @@ struct DescriptorWaitTests {
     }
 
     @Test func waitThrowsLoopTerminatedWhenTheThreadStopsDuringIt() async throws {
-        let worker = try LoopThread(name: "async-fd")
         let pipe = Pipe()
         defer { pipe.close() }
+        let worker = try LoopThread(name: "async-fd")
         let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
         worker.stop()
@@ -80,10 +80,10 @@ struct DescriptorWaitTests {
     }
 
     @Test func waitCancelledBeforeTheCallThrowsWithoutTouchingTheLoop() async throws {
-        let worker = try LoopThread(name: "async-fd")
-        defer { worker.stop() }
         let pipe = Pipe()
         defer { pipe.close() }
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
         let result = await Task {
             AsyncSupport.cancelCurrentTask()
@@ -94,10 +94,10 @@ struct DescriptorWaitTests {
     }
 
     @Test func waitCancelledDuringItResumesAtOnceAndUnregistersTheDescriptor() async throws {
-        let worker = try LoopThread(name: "async-fd")
-        defer { worker.stop() }
         let pipe = Pipe()
         defer { pipe.close() }
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
         let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).epollEntries == before.epollEntries + 1 })
@@ -107,5 +107,30 @@ struct DescriptorWaitTests {
         // The descriptor is free again: a later wait on it works.
         pipe.write()
         #expect(try await worker.loop.waitUntilReadable(pipe.readEnd).contains(.readable))
+    }
+
+    @Test func closingTheDescriptorRightAfterACancelledWaitIsSafe() async throws {
+        let pipe = Pipe()
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        let before = AsyncSupport.footprint(of: worker)
+        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
+        // Hold the worker in a block, so it applies the cancelled wait's removal only after the number was reused.
+        let release = ItemsSupport.Flag()
+        try worker.perform { _ = waitUntil { release.isSet } }
+        task.cancel()
+        #expect(isCancellation(await AsyncSupport.result(of: task)))
+        // The caller closes the descriptor at once and its number comes back as a regular file (dup2 does both).
+        var template = Array("/tmp/runloopkit-async-XXXXXX".utf8CString)
+        let file = mkstemp(&template)
+        try #require(file >= 0)
+        unlink(template)
+        #expect(dup2(file, pipe.readEnd) == pipe.readEnd)
+        close(file)
+        release.set()
+        // The loop removes the old registration (EPERM from epoll: not in the set) without trapping.
+        #expect(await AsyncSupport.footprint(of: worker, becomes: before))
+        pipe.close()
     }
 }
