@@ -4,7 +4,9 @@ extension Loop {
     ///
     /// Shorthand for ``waitForReadiness(of:watching:in:)`` watching ``FileDescriptorSource/Events/readable``.
     @discardableResult
-    public func waitUntilReadable(_ descriptor: CInt, in mode: Mode = .default) async throws
+    public func waitUntilReadable(
+        _ descriptor: CInt, in mode: Mode = .default
+    ) async throws
         -> FileDescriptorSource.Events
     {
         try await waitForReadiness(of: descriptor, watching: .readable, in: mode)
@@ -15,7 +17,9 @@ extension Loop {
     ///
     /// Shorthand for ``waitForReadiness(of:watching:in:)`` watching ``FileDescriptorSource/Events/writable``.
     @discardableResult
-    public func waitUntilWritable(_ descriptor: CInt, in mode: Mode = .default) async throws
+    public func waitUntilWritable(
+        _ descriptor: CInt, in mode: Mode = .default
+    ) async throws
         -> FileDescriptorSource.Events
     {
         try await waitForReadiness(of: descriptor, watching: .writable, in: mode)
@@ -42,7 +46,9 @@ extension Loop {
         in mode: Mode = .default
     ) async throws -> FileDescriptorSource.Events {
         try await LoopWaiter<FileDescriptorSource.Events>.wait { waiter in
-            let dropped = DropSignal(armed: false) { [self] in waiter.finish(.failure(lostSourceError(descriptor: descriptor))) }
+            let dropped = DropSignal(armed: false) { [self] in
+                waiter.finish(.failure(lostSourceError(descriptor: descriptor)))
+            }
             let source: FileDescriptorSource
             do {
                 source = try FileDescriptorSource(descriptor: descriptor, events: events) { seen in

@@ -50,6 +50,7 @@ struct AsyncCancellationRaceTests {
             task.cancel()
             tally.record(await AsyncSupport.result(of: task))
         }
+        AsyncSupport.report("\(#function): \(tally)")
         #expect(tally.other.count == 0, "\(tally.other.prefix(3))")
         #expect(tally.fired + tally.cancelled == Self.iterations, "\(tally)")
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
@@ -70,6 +71,7 @@ struct AsyncCancellationRaceTests {
             tally.record(await AsyncSupport.result(of: task))
             pipe.drain()
         }
+        AsyncSupport.report("\(#function): \(tally)")
         #expect(tally.other.count == 0, "\(tally.other.prefix(3))")
         #expect(tally.fired + tally.cancelled == Self.iterations, "\(tally)")
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
@@ -86,6 +88,7 @@ struct AsyncCancellationRaceTests {
             task.cancel()
             tally.record(await AsyncSupport.result(of: task))
         }
+        AsyncSupport.report("\(#function): \(tally)")
         #expect(tally.other.count == 0, "\(tally.other.prefix(3))")
         #expect(tally.fired + tally.cancelled == Self.iterations, "\(tally)")
         // CancellationError means the work never ran; every other outcome ran it exactly once.
@@ -112,6 +115,7 @@ struct AsyncCancellationRaceTests {
             tally.record(await AsyncSupport.result(of: task))
             pipe.drain()
         }
+        AsyncSupport.report("\(#function): \(tally)")
         #expect(tally.other.count == 0, "\(tally.other.prefix(3))")
         #expect(tally.fired + tally.cancelled == Self.iterations, "\(tally)")
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))

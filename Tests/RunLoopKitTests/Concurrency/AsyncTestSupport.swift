@@ -98,6 +98,11 @@ enum AsyncSupport {
         return text.split(separator: "\n").filter { $0.hasPrefix("tfd:") }.count
     }
 
+    /// Prints a measured figure, for the report and the docs.
+    static func report(_ line: String) {
+        print("[async] \(line)")
+    }
+
     /// A loop whose thread has exited (so the loop was torn down).
     static func deadLoop() -> Loop {
         let (loop, thread) = startLoopThread { _ in }

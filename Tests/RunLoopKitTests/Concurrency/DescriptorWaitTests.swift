@@ -100,7 +100,9 @@ struct DescriptorWaitTests {
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
         let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
-        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).epollEntries == before.epollEntries + 1 })
+        #expect(
+            await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).epollEntries == before.epollEntries + 1 }
+        )
         task.cancel()
         #expect(isCancellation(await AsyncSupport.result(of: task)))
         #expect(AsyncSupport.footprint(of: worker) == before)
