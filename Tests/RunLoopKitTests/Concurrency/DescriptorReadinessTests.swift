@@ -179,4 +179,29 @@ struct DescriptorReadinessTests {
         pipe.write()
         #expect(try #require(await AsyncSupport.result(of: task)).get()?.contains(.readable) == true)
     }
+
+    @Test func theSequenceThrowsInvalidatedWhenTheLoopGivesUpAReusedDescriptor() async throws {
+        let pipe = Pipe()
+        let other = Pipe()
+        let worker = try LoopThread(name: "async-seq")
+        defer { worker.stop() }
+        let readiness = worker.loop.readiness(of: pipe.readEnd)
+        let task = Task { () -> (Result<FileDescriptorSource.Events?, any Error>, FileDescriptorSource.Events?) in
+            var iterator = readiness.makeAsyncIterator()
+            let first = await Result(catching: { try await iterator.next() })
+            let after = try await iterator.next()
+            return (first, after)
+        }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
+        #expect(dup2(other.readEnd, pipe.readEnd) == pipe.readEnd)
+        let newcomer = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+        try worker.loop.add(newcomer)
+        let (first, after) = try #require(await AsyncSupport.result(of: task)).get()
+        #expect(loopErrorCode(first) == .invalidated)
+        #expect(after == nil)
+        newcomer.invalidate()
+        _ = AsyncSupport.footprint(of: worker)
+        pipe.close()
+        other.close()
+    }
 }

@@ -135,4 +135,37 @@ struct DescriptorWaitTests {
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
         pipe.close()
     }
+
+    @Test func waitOnARegularFileThrowsNotPollable() async throws {
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        var template = Array("/tmp/runloopkit-async-XXXXXX".utf8CString)
+        let file = mkstemp(&template)
+        try #require(file >= 0)
+        unlink(template)
+        defer { close(file) }
+        let before = AsyncSupport.footprint(of: worker)
+        let result = await Result(catching: { try await worker.loop.waitUntilReadable(file) })
+        #expect(loopErrorCode(result) == .descriptorNotPollable)
+        #expect(await AsyncSupport.footprint(of: worker, becomes: before))
+    }
+
+    @Test func waitThrowsInvalidatedWhenTheLoopGivesUpAReusedDescriptor() async throws {
+        let pipe = Pipe()
+        let other = Pipe()
+        let worker = try LoopThread(name: "async-fd")
+        defer { worker.stop() }
+        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
+        // Misuse: the watched descriptor is closed (the kernel drops it from the epoll set) and its number reused;
+        // a new source for that number makes the loop invalidate the wait's source.
+        #expect(dup2(other.readEnd, pipe.readEnd) == pipe.readEnd)
+        let newcomer = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+        try worker.loop.add(newcomer)
+        #expect(loopErrorCode(await AsyncSupport.result(of: task)) == .invalidated)
+        newcomer.invalidate()
+        _ = AsyncSupport.footprint(of: worker)  // The loop applied the invalidation before the pipes close.
+        pipe.close()
+        other.close()
+    }
 }
