@@ -20,6 +20,9 @@ final class ReadinessWatch: Sendable {
     private struct State {
         var phase = Phase.idle
         weak var source: FileDescriptorSource?
+        /// A source was created: if ``source`` is nil now, the loop let go of it (its ``DropSignal`` is about to
+        /// end the iteration), and no new one must be made in its place.
+        var createdSource = false
         /// An `add` of the source is in progress; invalidating it now could race the registration, so ``end(_:)``
         /// leaves that to the adder.
         var adding = false
@@ -71,9 +74,14 @@ final class ReadinessWatch: Sendable {
                 preconditionFailure(
                     "RunLoopKit: DescriptorReadiness.Iterator.next() called while another next() is pending")
             case .idle:
+                let source = state.source
+                if source == nil && state.createdSource {
+                    state.phase = .ended(pending: nil)
+                    return .resume(.failure(loop.lostSourceError(descriptor: descriptor)))
+                }
                 state.phase = .waiting(continuation)
                 state.adding = true
-                return .add(state.source)
+                return .add(source)
             }
         }
         switch step {
@@ -107,7 +115,10 @@ final class ReadinessWatch: Sendable {
             self?.deliver(seen)
         }
         dropped.arm()
-        state.withLock { $0.source = source }
+        state.withLock { state in
+            state.source = source
+            state.createdSource = true
+        }
         return source
     }
 
