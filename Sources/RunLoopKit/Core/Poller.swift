@@ -127,8 +127,10 @@ final class Poller: Sendable {
     func unregister(_ descriptor: CInt) {
         do {
             try Epoll.remove(epoll, descriptor)
-        } catch let error where error.errno == EBADF || error.errno == ENOENT {
-            return  // Closed before it was removed: the kernel already dropped it.
+        } catch let error where error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM {
+            // Closed before it was removed: the kernel already dropped it (EPERM: the number now names a file
+            // epoll cannot watch, such as a regular file, so it cannot be in the set).
+            return
         } catch {
             fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
         }
@@ -140,8 +142,8 @@ final class Poller: Sendable {
     func suspend(_ descriptor: CInt, tag: UInt64) {
         do {
             try Epoll.modify(epoll, descriptor, events: .oneShot, data: tag)
-        } catch let error where error.errno == EBADF || error.errno == ENOENT {
-            return  // Closed meanwhile: ``resume(_:events:tag:)`` will fail and say so.
+        } catch let error where error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM {
+            return  // Closed meanwhile (EPERM: number reused by a regular file): ``resume`` will fail and say so.
         } catch {
             fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_MOD) on the loop's own set failed: \(error)")
         }

@@ -1,0 +1,207 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import RunLoopKit
+
+@Suite("AsyncSequence of a descriptor's readiness", .timeLimit(.minutes(2)))
+struct DescriptorReadinessTests {
+    /// Reads what is available from a non-blocking descriptor (until EAGAIN); answers the bytes, empty at EOF.
+    static func readAvailable(_ descriptor: CInt) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            guard count > 0 else { break }
+            bytes += buffer[0..<count]
+        }
+        return bytes
+    }
+
+    @Test func readsEveryWriteExactlyAndLeavesNothingBehind() async throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let worker = try LoopThread(name: "async-seq")
+        defer { worker.stop() }
+        let before = AsyncSupport.footprint(of: worker)
+        let total = 2_000
+        let writer = TestThread {
+            for index in 0..<total {
+                pipe.write(UInt8(truncatingIfNeeded: index))
+                if index % 64 == 0 { sched_yield() }
+            }
+        }
+        defer { writer.join() }
+        var received: [UInt8] = []
+        var reports = 0
+        for try await events in worker.loop.readiness(of: pipe.readEnd) {
+            #expect(events.contains(.readable))
+            reports += 1
+            received += Self.readAvailable(pipe.readEnd)
+            if received.count >= total { break }
+        }
+        #expect(received == (0..<total).map { UInt8(truncatingIfNeeded: $0) })
+        #expect(reports <= total)
+        // Breaking out dropped the iterator, which invalidated its source.
+        #expect(await AsyncSupport.footprint(of: worker, becomes: before))
+    }
+
+    @Test func aSlowConsumerDoesNotMakeTheLoopSpin() async throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let worker = try LoopThread(name: "async-seq")
+        defer { worker.stop() }
+        let passes = Counter()
+        let observer = LoopObserver(activities: .beforeTimers) { _ in passes.increment() }
+        try worker.loop.add(observer)
+        defer { observer.invalidate() }
+        pipe.write()
+        var iterator = worker.loop.readiness(of: pipe.readEnd).makeAsyncIterator()
+        let first = try await iterator.next()
+        #expect(first?.contains(.readable) == true)
+        // The consumer does not read for a while: the descriptor stays ready, nobody waits for it.
+        let passesBefore = passes.current
+        let window = ContinuousClock.now + .milliseconds(300)
+        while ContinuousClock.now < window { try await Task.sleep(for: .milliseconds(20)) }
+        let idlePasses = passes.current - passesBefore
+        AsyncSupport.report("loop passes in 300 ms with a ready descriptor and a slow consumer: \(idlePasses)")
+        #expect(idlePasses <= 20, "the loop went round \(idlePasses) times while nobody waited")
+        // Nothing was lost: the next demand answers at once, the data is still there.
+        let second = try await iterator.next()
+        #expect(second?.contains(.readable) == true)
+        #expect(Self.readAvailable(pipe.readEnd) == [1])
+    }
+
+    @Test func aPendingNextThrowsLoopTerminatedWhenTheThreadStops() async throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let worker = try LoopThread(name: "async-seq")
+        let readiness = worker.loop.readiness(of: pipe.readEnd)
+        let task = Task { () -> (Result<FileDescriptorSource.Events?, any Error>, FileDescriptorSource.Events?) in
+            var iterator = readiness.makeAsyncIterator()
+            let first = await Result(catching: { try await iterator.next() })
+            let after = try await iterator.next()
+            return (first, after)
+        }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
+        worker.stop()
+        let (first, after) = try #require(await AsyncSupport.result(of: task)).get()
+        #expect(loopErrorCode(first) == .loopTerminated)
+        #expect(after == nil)
+    }
+
+    @Test func iteratingOnADeadLoopThrowsLoopTerminated() async {
+        let loop = AsyncSupport.deadLoop()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        var iterator = loop.readiness(of: pipe.readEnd).makeAsyncIterator()
+        let result = await Result(catching: { try await iterator.next() })
+        #expect(loopErrorCode(result) == .loopTerminated)
+    }
+
+    @Test func aBadDescriptorEndsTheSequenceWithBadDescriptor() async throws {
+        let worker = try LoopThread(name: "async-seq")
+        defer { worker.stop() }
+        let closed = ItemsSupport.closedDescriptorNumber(slot: 8)
+        var iterator = worker.loop.readiness(of: closed).makeAsyncIterator()
+        let result = await Result(catching: { try await iterator.next() })
+        #expect(loopErrorCode(result) == .badDescriptor)
+        #expect(try await iterator.next() == nil)
+    }
+
+    @Test func aHangUpIsReportedAndEndOfFileEndsTheLoop() async throws {
+        let pipe = Pipe()
+        defer { close(pipe.readEnd) }
+        let worker = try LoopThread(name: "async-seq")
+        defer { worker.stop() }
+        pipe.write(9)
+        close(pipe.writeEnd)
+        var received: [UInt8] = []
+        var sawHangUp = false
+        for try await events in worker.loop.readiness(of: pipe.readEnd) {
+            sawHangUp = sawHangUp || events.contains(.hangUp)
+            let bytes = Self.readAvailable(pipe.readEnd)
+            if bytes.isEmpty { break }
+            received += bytes
+        }
+        #expect(received == [9])
+        #expect(sawHangUp)
+    }
+
+    @Test func cancellationBeforeTheFirstNextThrowsWithoutTouchingTheLoop() async throws {
+        let loop = AsyncSupport.deadLoop()  // Would answer loopTerminated if it were asked.
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let readiness = loop.readiness(of: pipe.readEnd)
+        let (first, after) = await Task { () -> (Result<FileDescriptorSource.Events?, any Error>, Bool) in
+            AsyncSupport.cancelCurrentTask()
+            var iterator = readiness.makeAsyncIterator()
+            let first = await Result(catching: { try await iterator.next() })
+            let after = await Result(catching: { try await iterator.next() })
+            return (first, (try? after.get()) == .some(nil))
+        }.value
+        #expect(isCancellation(first))
+        #expect(after)
+    }
+
+    @Test func cancellationDuringNextResumesAtOnceAndEndsTheSequence() async throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let worker = try LoopThread(name: "async-seq")
+        defer { worker.stop() }
+        let before = AsyncSupport.footprint(of: worker)
+        let readiness = worker.loop.readiness(of: pipe.readEnd)
+        let task = Task { () -> Int in
+            var count = 0
+            for try await _ in readiness { count += 1 }
+            return count
+        }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
+        task.cancel()
+        #expect(isCancellation(await AsyncSupport.result(of: task)))
+        #expect(AsyncSupport.footprint(of: worker) == before)
+    }
+
+    @Test func twoIterationsOfOneDescriptorOnOneLoopConflict() async throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let worker = try LoopThread(name: "async-seq")
+        defer { worker.stop() }
+        let readiness = worker.loop.readiness(of: pipe.readEnd)
+        let task = Task {
+            var iterator = readiness.makeAsyncIterator()
+            return try await iterator.next()
+        }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
+        var second = readiness.makeAsyncIterator()
+        let result = await Result(catching: { try await second.next() })
+        #expect(loopErrorCode(result) == .descriptorAlreadyRegistered)
+        pipe.write()
+        #expect(try #require(await AsyncSupport.result(of: task)).get()?.contains(.readable) == true)
+    }
+
+    @Test func theSequenceThrowsInvalidatedWhenTheLoopGivesUpAReusedDescriptor() async throws {
+        let pipe = Pipe()
+        let other = Pipe()
+        let worker = try LoopThread(name: "async-seq")
+        defer { worker.stop() }
+        let readiness = worker.loop.readiness(of: pipe.readEnd)
+        let task = Task { () -> (Result<FileDescriptorSource.Events?, any Error>, FileDescriptorSource.Events?) in
+            var iterator = readiness.makeAsyncIterator()
+            let first = await Result(catching: { try await iterator.next() })
+            let after = try await iterator.next()
+            return (first, after)
+        }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
+        #expect(dup2(other.readEnd, pipe.readEnd) == pipe.readEnd)
+        let newcomer = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+        try worker.loop.add(newcomer)
+        let (first, after) = try #require(await AsyncSupport.result(of: task)).get()
+        #expect(loopErrorCode(first) == .invalidated)
+        #expect(after == nil)
+        newcomer.invalidate()
+        _ = AsyncSupport.footprint(of: worker)
+        pipe.close()
+        other.close()
+    }
+}
