@@ -128,6 +128,8 @@ extension Loop {
         }
         if case .descriptor(let source) = item, !source.isRegistered.load(ordering: .acquiring) {
             try register(source)
+            // Invalidated meanwhile, on another thread, before it saw the registration: take it out here.
+            if !source.isValid { removeRegistration(of: source) }
         }
         onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.apply(change.0.item, to: change.1) }
     }
@@ -294,7 +296,7 @@ extension Loop {
             return
         }
         source.registeredEvents = events
-        source.isRegistered.store(true, ordering: .releasing)
+        source.isRegistered.store(true, ordering: .sequentiallyConsistent)
     }
 
     /// Records `source` as the owner of its descriptor number. An earlier source of the same number lost its
@@ -302,6 +304,7 @@ extension Loop {
     private func replaceRegistration(with source: FileDescriptorSource) {
         if let previous = registrations[source.descriptor], previous !== source {
             registrations[source.descriptor] = nil
+            previous.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // The kernel dropped it.
             previous.invalidate()
         }
         registrations[source.descriptor] = source
@@ -317,17 +320,29 @@ extension Loop {
         source.registeredEvents = events
         if !poller.resume(source.descriptor, events: events.epollEvents, tag: source.epollTag) {
             registrations[source.descriptor] = nil
+            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
             source.invalidate()
         }
     }
 
-    /// Takes the source's descriptor out of the epoll set for good. Loop thread only.
+    /// Forgets the source's registration for good, taking its descriptor out of the epoll set if that was not
+    /// done yet. Loop thread only.
     func unregister(_ source: FileDescriptorSource) {
         parkedDescriptorSources.removeAll { $0 === source }
         guard registrations[source.descriptor] === source else { return }
         registrations[source.descriptor] = nil
-        poller.unregister(source.descriptor)  // A parked descriptor is still in the set, suspended.
+        removeRegistration(of: source)  // A parked descriptor is still in the set, suspended.
         source.isParked = false
+    }
+
+    /// Takes the source's descriptor out of the epoll set, once: whichever comes first of the loop's unregister,
+    /// `invalidate()` on any thread, or an `add` that finds its source invalidated right after registering it (with
+    /// sequentially consistent flags, the registration and the invalidation always see each other). Any thread.
+    func removeRegistration(of source: FileDescriptorSource) {
+        guard source.isRegistered.load(ordering: .sequentiallyConsistent),
+            !source.isUnregistered.exchange(true, ordering: .sequentiallyConsistent)
+        else { return }
+        poller.unregister(source.descriptor)
     }
 
     /// Suspends a ready descriptor's reports while none of its modes runs (level-triggered readiness would
@@ -347,6 +362,7 @@ extension Loop {
         source.registeredEvents = source.events
         if !poller.resume(source.descriptor, events: source.registeredEvents.epollEvents, tag: source.epollTag) {
             if registrations[source.descriptor] === source { registrations[source.descriptor] = nil }
+            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
             source.invalidate()
         }
     }

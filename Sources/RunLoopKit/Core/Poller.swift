@@ -4,8 +4,9 @@ import Synchronization
 
 /// A loop's three kernel objects: one epoll set, the wake-up eventfd and the timerfd, all close-on-exec.
 ///
-/// Threading: ``wakeIfSleeping()``, ``register(_:events:tag:)`` and ``close()`` may be called from any thread;
-/// they hold ``lifecycle`` so a descriptor is never used after it was closed (and its number reused).
+/// Threading: ``wakeIfSleeping()``, ``register(_:events:tag:)``, ``unregister(_:)`` and ``close()`` may be called
+/// from any thread; they hold ``lifecycle`` so a descriptor is never used after it was closed (and its number
+/// reused).
 /// Everything else runs on the loop's thread only.
 final class Poller: Sendable {
     /// Tag of the wake-up eventfd's reports.
@@ -121,20 +122,24 @@ final class Poller: Sendable {
         }
     }
 
-    // MARK: Loop thread only
-
-    /// Removes `descriptor` from the epoll set; a descriptor the caller already closed is not an error.
+    /// Removes `descriptor` from the epoll set; a descriptor the caller already closed is not an error. Any
+    /// thread.
     func unregister(_ descriptor: CInt) {
-        do {
-            try Epoll.remove(epoll, descriptor)
-        } catch let error where error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM {
-            // Closed before it was removed: the kernel already dropped it (EPERM: the number now names a file
-            // epoll cannot watch, such as a regular file, so it cannot be in the set).
-            return
-        } catch {
-            fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
+        lifecycle.withLock { isOpen in
+            guard isOpen else { return }  // The set is gone, and its number may name another file now.
+            do throws(SystemError) {
+                try Epoll.remove(epoll, descriptor)
+            } catch let error where error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM {
+                // Closed before it was removed: the kernel already dropped it (EPERM: the number now names a file
+                // epoll cannot watch, such as a regular file, so it cannot be in the set).
+                return
+            } catch {
+                fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
+            }
         }
     }
+
+    // MARK: Loop thread only
 
     /// Stops reports for `descriptor` but keeps it in the set, so the kernel still drops it if it is closed: at
     /// most one more report (a hang-up or error, which epoll always reports) comes, then none until

@@ -75,6 +75,9 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
     let generation: UInt32
     /// Set once the descriptor is in the owner's epoll set (under the poller's lifecycle lock, first add only).
     let isRegistered = Atomic<Bool>(false)
+    /// Set once the descriptor left the owner's epoll set (taken out, or dropped by the kernel when it was closed):
+    /// it is never taken out by number again, so a number reused by another file is never touched.
+    let isUnregistered = Atomic<Bool>(false)
     /// The events the epoll set was last told: written by the first registration (before ``isRegistered`` is
     /// published), then on the loop's thread only.
     nonisolated(unsafe) var registeredEvents: Events = []
@@ -167,6 +170,10 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
     /// After it returns no new handler call starts. Call it before closing the descriptor.
     public func invalidate() {
         guard core.markInvalid() else { return }
-        core.owner?.detachEverywhere(.descriptor(self))
+        guard let owner = core.owner else { return }
+        // Out of the epoll set now, on the calling thread, while the descriptor is still open (the contract): a
+        // number closed and reused later, before the loop's next pass, is never mistaken for this one.
+        owner.removeRegistration(of: self)
+        owner.detachEverywhere(.descriptor(self))
     }
 }

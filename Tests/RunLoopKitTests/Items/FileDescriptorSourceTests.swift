@@ -384,3 +384,33 @@ import Testing
         #expect(calls.all == [true])
     }
 }
+
+/// A descriptor source added from another thread and invalidated before the loop applied the add leaves nothing
+/// behind: its descriptor is out of the epoll set (the loop does not spin on it) and a new source can watch it.
+@Suite struct DescriptorAddInvalidateRaceTests {
+    @Test func addedFromAnotherThreadThenInvalidatedAtOnceLeavesNothingBehind() throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        pipe.write()  // Readable throughout: a stale registration would wake the loop on every pass.
+        let wakeUps = Counter()
+        let running = ItemsSupport.startRunningLoop { loop in
+            try! loop.add(LoopObserver(activities: .afterWaiting) { _ in wakeUps.increment() })
+        }
+        defer { running.finish() }
+        for _ in 0..<200 {
+            let source = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            try running.loop.add(source)
+            source.invalidate()
+        }
+        let settled = ItemsSupport.Flag()
+        running.loop.perform { settled.set() }  // After every add and invalidation was applied.
+        #expect(waitUntil { settled.isSet })
+        let before = wakeUps.current
+        #expect(!waitUntil(timeout: .milliseconds(300)) { wakeUps.current > before + 20 }, "the loop spins")
+        let handled = Counter()
+        let fresh = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in handled.increment() }
+        try running.loop.add(fresh)
+        #expect(waitUntil { handled.current > 0 })
+        fresh.invalidate()
+    }
+}
