@@ -67,12 +67,13 @@ build_module() {
 
 # 1. The symbol graph. The compiler writes it whenever it (re)builds the module, as a whole, so it stays current
 #    across incremental builds; an up-to-date build writes nothing and the last graph stands. If the graph is
-#    missing while the build is current (its folder was deleted), rebuild the module from scratch.
+#    missing while the build is current (its folder was deleted), start the scratch path afresh.
 mkdir -p "$GRAPHS"
 graph="$GRAPHS/$MODULE.symbols.json"
 build_module
 if [[ ! -f "$graph" ]]; then
-    rm -rf "$SCRATCH"/*/debug/"$MODULE".build "$SCRATCH"/debug/"$MODULE".build
+    rm -rf "$SCRATCH"
+    mkdir -p "$GRAPHS"
     build_module
 fi
 if [[ ! -f "$graph" ]]; then
@@ -81,23 +82,25 @@ if [[ ! -f "$graph" ]]; then
 fi
 echo "docs.sh: symbol graph of $MODULE built ($((SECONDS - START))s)"
 
-# 2. Every public symbol declared in our sources documents itself. Members the compiler synthesizes (hash(into:),
+# 2. Every public symbol declared in our sources (in the module's graph, and in the graphs of its extensions to
+#    other modules' types, if any) documents itself. Members the compiler synthesizes (hash(into:),
 #    the OptionSet and Equatable operations, ...) have no source location and are skipped; a declaration whose
 #    comment is missing would otherwise inherit the protocol's, which names another module.
 undocumented_filter='.symbols[] | select(.location != null)
     | select(.docComment == null or (.docComment.module // "'"$MODULE"'") != "'"$MODULE"'")
     | "\(.location.uri | sub("^file://"; "")):\(.location.position.line + 1): \(.pathComponents | join("."))"'
 if command -v jq >/dev/null 2>&1; then
-    undocumented=$(jq -r "$undocumented_filter" "$graph")
+    undocumented=$(jq -r "$undocumented_filter" "$GRAPHS"/*.symbols.json)
 elif command -v python3 >/dev/null 2>&1; then
-    undocumented=$(python3 - "$graph" "$MODULE" <<'PY'
+    undocumented=$(python3 - "$MODULE" "$GRAPHS"/*.symbols.json <<'PY'
 import json, sys
-graph, module = json.load(open(sys.argv[1])), sys.argv[2]
-for s in graph["symbols"]:
-    loc, doc = s.get("location"), s.get("docComment")
-    if loc and (doc is None or doc.get("module", module) != module):
-        path = loc["uri"].removeprefix("file://")
-        print(f"{path}:{loc['position']['line'] + 1}: {'.'.join(s['pathComponents'])}")
+module = sys.argv[1]
+for file in sys.argv[2:]:
+    for s in json.load(open(file))["symbols"]:
+        loc, doc = s.get("location"), s.get("docComment")
+        if loc and (doc is None or doc.get("module", module) != module):
+            path = loc["uri"].removeprefix("file://")
+            print(f"{path}:{loc['position']['line'] + 1}: {'.'.join(s['pathComponents'])}")
 PY
     )
 else
