@@ -6,10 +6,10 @@ import Synchronization
 /// a descriptor is ready, a timer is due, a block arrives or it is stopped — CFRunLoop's model on Linux.
 ///
 /// Threading contract:
-/// - Running (``run()``, ``run(in:for:returnAfterSourceHandled:)``) and the loop-thread queries (``contains(_:in:)``,
+/// - Running (``run()``, ``run(in:for:returnAfterSourceHandled:)``) and the loop-thread queries (`contains(_:in:)`,
 ///   ``commonModes``, ``allModes``) happen only on the loop's own thread; anything else is a programming error and
 ///   traps with a message saying so.
-/// - ``stop()``, ``wakeUp()``, ``isWaiting``, ``currentMode``, ``perform(in:_:)``, `add`, `remove` and
+/// - ``stop()``, ``wakeUp()``, ``isWaiting``, ``currentMode``, `perform(in:_:)`, `add`, `remove` and
 ///   ``addCommonMode(_:)`` are safe from any thread. Changes made from another thread take effect on the loop's
 ///   thread before its next pass, and a sleeping loop is woken to make them.
 /// - Every callout (source, descriptor source, timer, observer, block, schedule and cancel handlers) runs on the
