@@ -31,6 +31,10 @@ let scenarios: [Scenario] = [
         name: "commit", summary: "CommitBeforeSleep: updates coalesced and committed before sleep",
         run: CommitScenario.run),
     Scenario(
+        name: "concurrency",
+        summary: "DispatchQueue.main, a @MainActor call and an actor on a LoopThread, with the thread each ran on",
+        run: ConcurrencyScenario.run),
+    Scenario(
         name: "echo", summary: "a TCP echo server on descriptor sources, with write backpressure",
         run: EchoScenario.run),
 ]
