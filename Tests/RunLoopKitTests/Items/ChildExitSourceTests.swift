@@ -237,4 +237,40 @@ import Testing
             return error?.code == .invalidArgument && (error?.errno == ESRCH || error?.errno == ECHILD)
         }
     }
+
+    @Test func addingToASecondLoopIsRefusedAndAFailedAddLeaksNothing() {
+        let pidfdsBefore = ChildProcess.openPidfdCount()
+        let pid = ChildProcess.sleeping()
+        defer { ChildProcess.killAndReap(pid) }
+        let (deadLoop, deadThread) = startLoopThread { _ in }
+        deadThread.join()
+        do {
+            let source = try! ChildExitSource(pid: pid) { _, _ in }
+            #expect {
+                try deadLoop.add(source)
+            } throws: {
+                ($0 as? LoopError)?.code == .loopTerminated
+            }
+            #expect(source.isValid)
+        }
+        #expect(ChildProcess.openPidfdCount() == pidfdsBefore)  // A failed add left no cycle holding the pidfd.
+
+        let sourceBox = Box<ChildExitSource>()
+        let running = ItemsSupport.startRunningLoop { loop in
+            let source = try! ChildExitSource(pid: pid) { _, _ in }
+            try! loop.add(source)
+            sourceBox.value = source
+        }
+        ItemsSupport.onLoopThread { other in
+            #expect {
+                try other.add(sourceBox.value!)
+            } throws: {
+                ($0 as? LoopError)?.code == .ownedByAnotherLoop
+            }
+        }
+        #expect(sourceBox.value?.isValid == true)
+        sourceBox.value?.invalidate()
+        #expect(waitUntil { ChildProcess.openPidfdCount() == pidfdsBefore })
+        running.finish()
+    }
 }
