@@ -273,4 +273,25 @@ import Testing
         #expect(waitUntil { ChildProcess.openPidfdCount() == pidfdsBefore })
         running.finish()
     }
+
+    @Test func theDocsExampleRunsUntilTheChildIsReported() {
+        let output = Recorder<String>()
+        let result = Box<Loop.RunResult>()
+        ItemsSupport.onLoopThread { _ in
+            // Docs/ChildProcesses.md's example, with print replaced by a recorder.
+            var pid: pid_t = 0
+            let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup("exit 3"), nil]
+            defer { argv.forEach { free($0) } }
+            guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return }
+            let spawned = pid
+            let loop = Loop.current
+            let watch = try! ChildExitSource(pid: pid) { source, status in
+                output.append("child \(source.pid == spawned): \(status)")
+            }
+            try! loop.add(watch)
+            result.value = loop.run(in: .default, for: .seconds(10))
+        }
+        #expect(output.all == ["child true: exited(3)"])
+        #expect(result.value == .finished)
+    }
 }
