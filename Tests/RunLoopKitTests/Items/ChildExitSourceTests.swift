@@ -294,4 +294,29 @@ import Testing
         #expect(output.all == ["child true: exited(3)"])
         #expect(result.value == .finished)
     }
+
+    @Test func theLoopKeepsAnUnheldSourceUntilItFiresAndThenFreesIt() {
+        let pid = ChildProcess.sleeping()
+        let reported = Counter()
+        let keptWhileWaiting = Box<Bool>()
+        let freedAfterFiring = Box<Bool>()
+        ItemsSupport.onLoopThread { loop in
+            weak var weakSource: ChildExitSource?
+            do {
+                let source = try! ChildExitSource(pid: pid) { _, _ in reported.increment() }
+                weakSource = source
+                try! loop.add(source)
+            }
+            try! loop.add(ItemsSupport.keepAlive())
+            loop.run(in: .default, for: .milliseconds(10))
+            keptWhileWaiting.value = weakSource != nil
+            kill(pid, SIGKILL)
+            freedAfterFiring.value = ItemsSupport.run(loop, timeout: .seconds(10)) {
+                reported.current == 1 && weakSource == nil
+            }
+        }
+        #expect(keptWhileWaiting.value == true)
+        #expect(freedAfterFiring.value == true)  // No reference cycle outlives the firing.
+        #expect(ChildProcess.isReaped(pid))
+    }
 }
