@@ -1,6 +1,6 @@
 // The Linux headers Swift's Glibc module leaves out, and libdispatch's main-queue hooks (DispatchMainQueueHooks.h).
-// Nothing here but includes, declarations and one function-like wrapper Swift cannot call directly (the variadic
-// syscall(2)).
+// Nothing here but includes, declarations and tiny wrappers of what Swift cannot call directly (the variadic
+// syscall(2), and waitid(2) with an idtype_t constant older glibc headers lack).
 #ifndef C_RUNLOOP_SHIMS_H
 #define C_RUNLOOP_SHIMS_H
 
@@ -8,11 +8,29 @@
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "DispatchMainQueueHooks.h"
 
 /// The calling thread's kernel thread id (gettid(2)), which Swift cannot reach through the variadic syscall(2).
 static inline pid_t crunloop_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+/// pidfd_open(2)'s number, for headers older than Linux 5.3's (the same number on every architecture but alpha).
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/// waitid(2)'s P_PIDFD id type (Linux 5.4); glibc declares it in idtype_t only from 2.36 on.
+#define CRUNLOOP_P_PIDFD 3
+
+/// A close-on-exec descriptor referring to process `pid` (pidfd_open(2), Linux 5.3+; glibc wraps it only from 2.36
+/// on); -1 with errno on failure (ENOSYS on older kernels).
+static inline int crunloop_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+/// waitid(2) on the child that `pidfd` refers to (P_PIDFD, Linux 5.4+); 0, or -1 with errno.
+static inline int crunloop_waitid_pidfd(int pidfd, siginfo_t *info, int options) {
+    return waitid((idtype_t)CRUNLOOP_P_PIDFD, (id_t)pidfd, info, options);
+}
 
 #endif

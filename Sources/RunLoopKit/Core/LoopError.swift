@@ -34,6 +34,8 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidArgument = Code("invalidArgument")
         /// The ``LoopThread`` was stopped (or is stopping) and accepts no more work.
         public static let threadStopped = Code("threadStopped")
+        /// The running kernel lacks a facility the call needs (`ENOSYS`), e.g. `pidfd_open` before Linux 5.3.
+        public static let unsupported = Code("unsupported")
         /// A system call failed for a reason not listed above; see ``LoopError/errno``.
         public static let systemCallFailed = Code("systemCallFailed")
 
