@@ -43,7 +43,8 @@ struct PendingBlock {
 ///
 /// Threading: ``post(_:)`` from any thread; ``takeAll(into:)`` and ``close(into:)`` on the loop's thread. A
 /// mutex-protected array, with an atomic count so the loop looks at it without locking when it is empty.
-/// Per-producer order is kept. Once closed (the loop's thread is exiting) it refuses everything.
+/// Per-producer order is kept. A ``LoopThread`` that stops first refuses further blocks (``refuseBlocks()``); once
+/// closed (the loop's thread is exiting) it refuses everything.
 final class Inbox: Sendable {
     enum Entry {
         case block(PendingBlock)
@@ -54,17 +55,21 @@ final class Inbox: Sendable {
     private let count = Atomic<Int>(0)
     /// Set by ``close(into:)`` with the lock held, and read by ``post(_:)`` with it held: no post slips past it.
     private let closed = Atomic<Bool>(false)
+    /// Set by ``refuseBlocks()``, under the lock like `closed`: closure blocks are refused, jobs and changes not.
+    private let refusingBlocks = Atomic<Bool>(false)
 
     /// Whether anything is waiting. Sequentially consistent: part of the wake-up handshake.
     var isEmpty: Bool { count.load(ordering: .sequentiallyConsistent) == 0 }
 
-    /// Appends `entry`; answers `false` (dropping it) once the inbox is closed.
+    /// Appends `entry`; answers `false` (dropping it) once the inbox is closed, or, for a closure block
+    /// (`isClosureBlock`), once it refuses blocks.
     @discardableResult
-    func post(_ entry: consuming sending Entry) -> Bool {
+    func post(_ entry: consuming sending Entry, isClosureBlock: Bool = false) -> Bool {
         // Handed to the lock's body to consume: appending moves the entry instead of copying it (a copy of a block
         // is an outlined switch over its cases plus retains).
         let posted = entries.withLock(consuming: entry) { entries, entry in
             guard !closed.load(ordering: .relaxed) else { return false }
+            guard !isClosureBlock || !refusingBlocks.load(ordering: .relaxed) else { return false }
             entries.append(entry)
             return true
         }
@@ -77,6 +82,11 @@ final class Inbox: Sendable {
         guard !isEmpty else { return }
         entries.withLock { swap(&$0, &buffer) }
         count.subtract(buffer.count, ordering: .sequentiallyConsistent)
+    }
+
+    /// Refuses every later closure block; jobs and item changes are still taken until ``close(into:)``.
+    func refuseBlocks() {
+        entries.withLock { _ in refusingBlocks.store(true, ordering: .relaxed) }
     }
 
     /// Refuses every later post, and moves everything waiting into `buffer` (which should be empty). Called once,

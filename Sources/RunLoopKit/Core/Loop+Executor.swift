@@ -79,20 +79,25 @@ extension Loop {
         }
     }
 
-    /// A mode whose zero-length pass would run a queued actor job (applying changes first), `nil` when no job is
-    /// queued: for the final drain of a ``LoopThread``. The default mode serves a job that may run there (one for
-    /// the common modes included), else the job's first mode by name. Loop thread only.
-    func modeForQueuedJob() -> Mode? {
+    /// A mode whose zero-length pass would run the oldest queued block or actor job (applying changes first), `nil`
+    /// when nothing is queued: for the final drain of a ``LoopThread``. The default mode serves work that may run
+    /// there (work for the common modes included), else its first mode by name. Loop thread only.
+    func modeForQueuedWork() -> Mode? {
         applyChanges()
-        for block in blocks where block.job != nil {
-            switch block.modes {
-            case .one(let mode):
-                return mode == .common ? .default : mode
-            case .many(let modes):
-                return LoopThread.Worker.drainMode(for: modes)
-            }
+        guard let block = blocks.first else { return nil }
+        switch block.modes {
+        case .one(let mode):
+            return mode == .common ? .default : mode
+        case .many(let modes):
+            return LoopThread.Worker.drainMode(for: modes)
         }
-        return nil
+    }
+
+    /// From now on, blocks sent from other threads are refused (``perform(in:_:)-(Mode,_)`` answers `false`);
+    /// actor jobs and item changes are still taken until the thread exits. For a ``LoopThread``'s stop, so that
+    /// every block accepted before it runs in the drain and none is accepted after. Loop thread only.
+    func refuseBlocksFromOtherThreads() {
+        inbox.refuseBlocks()
     }
 
     /// Closes the inbox for good when the thread exits, applying the changes and taking the blocks still in it.

@@ -177,7 +177,8 @@ public final class Loop: @unchecked Sendable {
         if isCurrent {
             blocks.append(block)
         } else {
-            inbox.post(.block(block))
+            // Refused: the thread is exiting, or its LoopThread is stopping (``refuseBlocksFromOtherThreads()``).
+            guard inbox.post(.block(block), isClosureBlock: true) else { return false }
             poller.wakeIfSleeping()
         }
         return true

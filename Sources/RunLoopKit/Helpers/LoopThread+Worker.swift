@@ -5,45 +5,33 @@ extension LoopThread {
     /// What the ``LoopThread`` handle and its thread share: admission of work, the stop request, and the control
     /// source that keeps the worker's default mode alive. Safe from any thread.
     final class Worker: Sendable {
-        /// Whether stopping began; once true, no work is admitted. Protected by its mutex, which also covers the
-        /// hand-off of each admitted block to the loop, so a block is either admitted before the stop or rejected.
-        private let admission = Locked<Admission>(Admission())
-        /// Mirrors `admission.stopping` for the lock-free checks of the thread body and the control source.
+        /// Set once stopping began: from then on no work is admitted.
         private let stopRequested = Atomic<Bool>(false)
         /// The control source, once the worker installed it on its loop.
         private let control = Locked<LoopSource?>(nil)
 
-        struct Admission {
-            var stopping = false
-            /// Admitted blocks not yet run, by the mode whose pass the drain would run them in (see
-            /// ``drainMode(for:)``).
-            var pending: [Loop.Mode: Int] = [:]
-        }
-
         var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 
-        /// Queues `work` on `loop` for a pass in any of `modes` unless stopping began; counts it until it has run.
+        /// Queues `work` on `loop` for a pass in any of `modes` unless stopping began.
+        ///
+        /// No lock and no wrapper: the loop itself is exact. A block its `perform` accepted runs exactly once (in a
+        /// pass, or in the drain at stop, which starts by making the loop refuse blocks from other threads), and
+        /// one it refused (the stop's drain began) is reported here. A stop that begins between the check and the
+        /// `perform` therefore still runs the block.
         ///
         /// - Throws: ``LoopError/Code/invalidArgument`` when `modes` is empty (checked first);
         ///   ``LoopError/Code/threadStopped`` once stopping began.
+        @inline(__always)
         func admit(
             _ work: @escaping @Sendable () -> Void,
             in modes: [Loop.Mode],
             on loop: Loop
         ) throws(LoopError) {
             try LoopThread.requireModes(modes)
-            let drainMode = Self.drainMode(for: modes)
-            try admission.withLock { (state: inout Admission) throws(LoopError) -> Void in
-                guard !state.stopping else { throw LoopThread.stoppedError() }
-                state.pending[drainMode, default: 0] += 1
-                let body: @Sendable () -> Void = { [self] in
-                    work()
-                    admission.withLock { $0.pending[drainMode, default: 1] -= 1 }
-                }
-                // One mode keeps the core's single-mode fast path (no array to search in each pass).
-                let queued = modes.count == 1 ? loop.perform(in: modes[0], body) : loop.perform(in: modes, body)
-                precondition(queued, "RunLoopKit: a LoopThread's loop ended before its stop")
-            }
+            guard !isStopping else { throw LoopThread.stoppedError() }
+            // One mode keeps the core's single-mode fast path (no array to search in each pass).
+            let queued = modes.count == 1 ? loop.perform(in: modes[0], work) : loop.perform(in: modes, work)
+            guard queued else { throw LoopThread.stoppedError() }
         }
 
         /// The one mode whose zero-length pass runs a block queued for `modes` (not empty) in the drain at stop:
@@ -57,25 +45,9 @@ extension LoopThread {
         /// Closes admission and asks the worker's loop to stop; answers whether this call began the stop.
         @discardableResult
         func requestStop() -> Bool {
-            let began = admission.withLock { admission in
-                defer { admission.stopping = true }
-                return !admission.stopping
-            }
-            guard began else { return false }
-            stopRequested.store(true, ordering: .releasing)
+            guard !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return false }
             control.withLock { $0 }?.signal()
             return true
-        }
-
-        /// The modes whose passes run the admitted blocks still waiting: the default mode (for blocks that may run
-        /// there, the common modes included) first, as the worker's own run would have served them, then the
-        /// others by name.
-        func modesWithPendingWork() -> [Loop.Mode] {
-            let modes = admission.withLock { admission in admission.pending.filter { $0.value > 0 }.map(\.key) }
-            return modes.sorted { left, right in
-                if (left == .default) != (right == .default) { return left == .default }
-                return left.name < right.name
-            }
         }
 
         /// Puts the control source in `loop`'s default mode: it keeps the mode from being empty (so `run()`
@@ -139,15 +111,12 @@ extension LoopThread {
             loop.run()
         }
         worker.removeControl()
-        // Blocks admitted before the stop (possibly before the first run began) run now, each in a pass of a mode it
-        // was queued for; so do actor jobs queued before the thread exits (they may queue more jobs and blocks).
-        while true {
-            let modes = worker.modesWithPendingWork()
-            for mode in modes {
-                loop.run(in: mode, for: .zero)
-            }
-            guard modes.isEmpty else { continue }
-            guard let mode = loop.modeForQueuedJob() else { break }
+        // The drain: from here on the loop refuses blocks from other threads (their `perform` answers false, and
+        // LoopThread.perform throws threadStopped). Every block accepted before (possibly before the first run
+        // began) runs now, each in a pass of a mode it was queued for, and so do actor jobs queued until the thread
+        // exits (they may queue more jobs and blocks).
+        loop.refuseBlocksFromOtherThreads()
+        while let mode = loop.modeForQueuedWork() {
             loop.run(in: mode, for: .zero)
         }
     }
