@@ -29,7 +29,7 @@ import Synchronization
 public final class SignalSource: Sendable {
     /// The watched signal number.
     public let signal: CInt
-    /// Among sources and descriptors ready in the same pass, lower orders are handled first.
+    /// Among signal and descriptor sources ready in the same pass, lower orders are handled first.
     public let order: Int
 
     let handler: @Sendable (SignalSource, Int) -> Void
@@ -52,7 +52,8 @@ public final class SignalSource: Sendable {
     ///
     /// - Parameters:
     ///   - signal: The signal number, e.g. `SIGTERM`.
-    ///   - order: Among sources and descriptors ready in the same pass, lower orders are handled first. Default 0.
+    ///   - order: Among signal and descriptor sources ready in the same pass, lower orders are handled first.
+    ///     Default 0.
     ///   - handler: Called on the loop's thread with the source and the number of deliveries since its last call
     ///     (at least 1).
     /// - Throws: ``LoopError/Code/invalidArgument`` for a signal that cannot be watched (see the type's

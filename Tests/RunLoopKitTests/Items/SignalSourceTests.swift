@@ -107,7 +107,7 @@ import Testing
 
     /// Pass cost with one signal source versus 1,000 registered (999 on signals never sent), one ready per pass:
     /// each iteration raises SIGUSR1 on the loop's thread (the relay's handler runs before `raise` returns) and
-    /// runs the loop until the source is handled. Printed for Docs; asserted only loosely.
+    /// runs the loop until the source is handled (median of each). Printed for Docs; asserted only loosely.
     @Test func passCostWithAThousandRegisteredSignalSources() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             var limit = rlimit()
@@ -123,14 +123,18 @@ import Testing
                 SignalSourceTests.handlerCalls.add(count, ordering: .relaxed)
             }
             try! loop.add(ready)
-            func measure(_ iterations: Int) -> Double {
-                let start = SignalSupport.now()
+            /// The median time of one `raise` + pass, robust against the other processes of a shared machine.
+            func measure(_ iterations: Int) -> Int64 {
+                var samples: [Int64] = []
+                samples.reserveCapacity(iterations)
                 for _ in 0..<iterations {
+                    let start = SignalSupport.now()
                     try! ProcessSignal.raiseOnCallingThread(SIGUSR1)
                     let result = loop.run(in: .default, for: .seconds(5), returnAfterSourceHandled: true)
+                    samples.append(SignalSupport.now() - start)
                     SignalSupport.check(result == .handledSource, "run answered \(result)")
                 }
-                return Double(SignalSupport.now() - start) / Double(iterations)
+                return SignalSupport.percentile(samples, 0.5)
             }
             let iterations = 2000
             _ = measure(200)
@@ -147,10 +151,13 @@ import Testing
             }
             _ = measure(200)
             let crowded = measure(iterations)
-            let handled = SignalSourceTests.handlerCalls.load(ordering: .relaxed)
+            let ratio = Double(crowded) / Double(alone)
             print(
-                "[signals] raise + pass handling one ready signal source: \(Int(alone)) ns with 1 registered, "
-                    + "\(Int(crowded)) ns with 1,000 registered (ratio \(Double(Int(crowded / alone * 100)) / 100))")
+                "[signals] raise + pass handling one ready signal source (median of \(iterations)): \(alone) ns with "
+                    + "1 registered, \(crowded) ns with 1,000 registered (ratio \((ratio * 100).rounded() / 100))")
+            let handled = SignalSourceTests.handlerCalls.load(ordering: .relaxed)
+            // A pass costs what is ready, not what is registered; loose, for a shared machine.
+            SignalSupport.check(ratio < 4, "1,000 registered sources made a pass \(ratio) times slower")
             SignalSupport.check(handled == 2 * (iterations + 200), "handled \(handled)")
             others.forEach { $0.invalidate() }
             ready.invalidate()
@@ -288,6 +295,35 @@ import Testing
             SignalSupport.check(SignalSupport.currentHandlerAddress(SIGINT) == 0, "SIGINT not at SIG_DFL")
             exit(0)
         }
+    }
+
+    /// A fork child inherits the handler but never writes to the parent's eventfds (shared kernel objects); its
+    /// own sources work, and its last one restores what the parent's first one replaced.
+    @Test(.disabled(if: Reliability.runningUnderThreadSanitizer, "fork() from a multi-threaded process under TSan"))
+    func aForkChildNeverFeedsTheParentsSources() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            let source = try! SignalSource(signal: SIGUSR1) { _, _ in }
+            let child = fork()
+            if child == 0 {
+                SignalSupport.unblock([SIGUSR1])
+                try! ProcessSignal.raiseOnCallingThread(SIGUSR1)  // The handler has run when raise returns.
+                if (try? EventFD.take(source.eventDescriptor)) != 0 { _exit(10) }
+                let own = try! SignalSource(signal: SIGUSR1) { _, _ in }
+                try! ProcessSignal.raiseOnCallingThread(SIGUSR1)
+                if (try? EventFD.take(own.eventDescriptor)) != 1 { _exit(11) }
+                own.invalidate()
+                if SignalSupport.currentHandlerAddress(SIGUSR1) != 0 { _exit(12) }
+                _exit(0)
+            }
+            var status: CInt = 0
+            SignalSupport.check(waitpid(child, &status, 0) == child, "waitpid failed")
+            print("[signals] fork child exit status \(status >> 8), signal \(status & 0x7f)")
+            SignalSupport.check(status == 0, "the child failed")
+            SignalSupport.check((try? EventFD.take(source.eventDescriptor)) == 0, "the child fed the parent's source")
+            source.invalidate()
+            print("verdict: ok")
+        }
+        #expect(SignalSupport.output(result).contains("verdict: ok"))
     }
 
     // MARK: Misuse
