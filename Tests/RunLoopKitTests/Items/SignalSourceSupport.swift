@@ -50,8 +50,9 @@ enum SignalSupport {
     /// Fails the child process with `message` on stdout when `condition` does not hold.
     static func check(_ condition: Bool, _ message: @autoclosure () -> String) {
         guard !condition else { return }
-        print("FAILED: \(message())")
         fflush(nil)
+        let line = "FAILED: \(message())\n"
+        _ = line.withCString { write(1, $0, strlen($0)) }  // Unbuffered: the failure always reaches the runner.
         exit(1)
     }
 

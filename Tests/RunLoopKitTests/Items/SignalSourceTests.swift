@@ -235,7 +235,8 @@ import Testing
             let running = SignalSupport.startLoop(unblocking: [SIGUSR2]) { loop in try! loop.add(source) }
             SignalSupport.sendToSelf(SIGUSR2)
             SignalSupport.check(waitUntil { !source.isValid }, "the handler did not invalidate its source")
-            SignalSupport.check(!SignalRelay.isInstalled(for: SIGUSR2), "the relay's handler stayed")
+            // The source is invalid as soon as the handler's invalidate() begins; the disposition comes back as it ends.
+            SignalSupport.check(waitUntil { !SignalRelay.isInstalled(for: SIGUSR2) }, "the relay's handler stayed")
             for _ in 0..<10 { SignalSupport.sendToSelf(SIGUSR2) }  // Ignored again, as before the source.
             let pass = ItemsSupport.Flag()
             running.loop.perform { pass.set() }
@@ -321,6 +322,59 @@ import Testing
             SignalSupport.check(status == 0, "the child failed")
             SignalSupport.check((try? EventFD.take(source.eventDescriptor)) == 0, "the child fed the parent's source")
             source.invalidate()
+            print("verdict: ok")
+        }
+        #expect(SignalSupport.output(result).contains("verdict: ok"))
+    }
+
+    /// Sources created and released during a storm of deliveries: once a source is gone its eventfd is closed, and
+    /// the next pipe usually gets its number; the relay's handler must never write into that pipe.
+    @Test func aStormDuringChurnNeverWritesToAReusedDescriptor() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            var quiet = sigaction()
+            quiet.__sigaction_handler.sa_handler = { _ in
+                SignalSourceTests.foreignHandlerCalls.add(1, ordering: .relaxed)
+            }
+            sigemptyset(&quiet.sa_mask)
+            precondition(sigaction(SIGUSR1, &quiet, nil) == 0)
+            SignalSupport.unblock([SIGUSR1])
+            let stop = ItemsSupport.Flag()
+            let sender = TestThread {
+                SignalSupport.unblock([SIGUSR1])
+                while !stop.isSet { SignalSupport.sendToSelf(SIGUSR1) }
+            }
+            var probes: [CInt] = []
+            var reused = 0
+            var stray = 0
+            func checkOldest() {
+                let probe = probes.removeFirst()
+                if (try? EventFD.take(probe)) != 0 { stray += 1 }
+                close(probe)
+            }
+            let rounds = 500
+            for _ in 0..<rounds {
+                var descriptor: CInt = -1
+                do {
+                    let source = try! SignalSource(signal: SIGUSR1) { _, _ in }
+                    descriptor = source.eventDescriptor
+                    sched_yield()  // Let deliveries reach the source's eventfd.
+                    source.invalidate()
+                }
+                // An eventfd of our own, most often under the number just closed: a stray write would count in it.
+                let probe = try! EventFD.create()
+                if probe == descriptor { reused += 1 }
+                probes.append(probe)
+                if probes.count > 8 { checkOldest() }
+            }
+            stop.set()
+            sender.join()
+            while !probes.isEmpty { checkOldest() }
+            let delivered = SignalRelay.deliveries(of: SIGUSR1)
+            print(
+                "[signals] churn: \(rounds) sources during \(delivered) deliveries, \(reused) descriptor numbers reused, "
+                    + "\(stray) stray writes")
+            SignalSupport.check(stray == 0, "the handler wrote into a reused descriptor \(stray) times")
+            SignalSupport.check(reused > 0, "no descriptor number was reused: the test proves nothing")
             print("verdict: ok")
         }
         #expect(SignalSupport.output(result).contains("verdict: ok"))
