@@ -97,8 +97,10 @@ public final class SignalSource: Sendable {
     /// restoring the signal's previous disposition if this was its last source. Safe from any thread, including
     /// the source's own handler.
     ///
-    /// After it returns no new handler call starts (one already running finishes), and deliveries not yet
-    /// handled are dropped.
+    /// After it returns no new handler call starts (one already running finishes), deliveries not yet handled
+    /// are dropped, and the relay's C handler will not touch the source's eventfd again: to make sure of that it
+    /// may wait, for the few microseconds it takes, for that handler to return on a thread receiving the signal
+    /// at this moment.
     public func invalidate() {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         watcher.withLock { $0.source }?.invalidate()

@@ -1,4 +1,3 @@
-import CRunLoopShims
 import Glibc
 
 extension EventFD {

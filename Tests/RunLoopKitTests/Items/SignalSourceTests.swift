@@ -223,6 +223,42 @@ import Testing
         }
     }
 
+    /// The loop keeps an added source alive (no reference needed) until it is invalidated or the loop's thread
+    /// exits; then the source is released, its eventfd closed and the default disposition back.
+    @Test func anAddedSourceLivesAsLongAsItsLoopKeepsIt() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            final class WeakBox: @unchecked Sendable { weak var source: SignalSource? }
+            let invalidated = WeakBox()
+            let abandoned = WeakBox()
+            var descriptors: [CInt] = []
+            let running = SignalSupport.startLoop(unblocking: []) { _ in }
+            do {
+                let first = try! SignalSource(signal: SIGUSR1) { _, _ in }
+                let second = try! SignalSource(signal: SIGUSR2) { _, _ in }
+                try! running.loop.add(first)
+                try! running.loop.add(second)
+                invalidated.source = first
+                abandoned.source = second
+                descriptors = [first.eventDescriptor, second.eventDescriptor]
+            }
+            let pass = ItemsSupport.Flag()
+            running.loop.perform { pass.set() }
+            SignalSupport.check(waitUntil { pass.isSet }, "the loop did not run a pass")
+            SignalSupport.check(invalidated.source != nil && abandoned.source != nil, "the loop let go too early")
+            invalidated.source?.invalidate()
+            SignalSupport.check(waitUntil { invalidated.source == nil }, "an invalidated source was never released")
+            SignalSupport.check(abandoned.source != nil, "the loop let go of a valid source")
+            running.finish()  // The loop's thread exits: it lets go of the second source.
+            SignalSupport.check(waitUntil { abandoned.source == nil }, "the dead loop's source was never released")
+            SignalSupport.check(SignalSupport.currentHandlerAddress(SIGUSR1) == 0, "SIGUSR1 not at SIG_DFL")
+            SignalSupport.check(SignalSupport.currentHandlerAddress(SIGUSR2) == 0, "SIGUSR2 not at SIG_DFL")
+            SignalSupport.check(
+                !descriptors.contains { FileDescriptorCalls.isOpen($0) }, "an eventfd stayed open: \(descriptors)")
+            print("verdict: ok")
+        }
+        #expect(SignalSupport.output(result).contains("verdict: ok"))
+    }
+
     @Test func aHandlerCanInvalidateItsOwnSource() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             var ignore = sigaction()
