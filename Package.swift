@@ -11,7 +11,8 @@ let package = Package(
         .executable(name: "loop-bench", targets: ["loop-bench"]),
     ],
     targets: [
-        // The Glibc module does not expose epoll, eventfd or timerfd: this target only includes their headers.
+        // What Swift's Glibc module leaves out (the epoll, eventfd, timerfd and pidfd calls), libdispatch's main-queue
+        // hooks, and the signal relay, whose handler must be async-signal-safe C.
         .target(name: "CRunLoopShims"),
         .target(
             name: "RunLoopKit",

@@ -1,6 +1,6 @@
-// The Linux headers Swift's Glibc module leaves out, and libdispatch's main-queue hooks (DispatchMainQueueHooks.h).
-// Nothing here but includes, declarations and tiny wrappers of what Swift cannot call directly (the variadic
-// syscall(2), and waitid(2) with an idtype_t constant older glibc headers lack).
+// The Linux headers Swift's Glibc module leaves out, libdispatch's main-queue hooks (DispatchMainQueueHooks.h), and
+// the signal relay's async-signal-safe C half (SignalRelay.h). Nothing else but tiny wrappers of what Swift cannot
+// call directly (the variadic syscall(2), and waitid(2) with an idtype_t constant older glibc headers lack).
 #ifndef C_RUNLOOP_SHIMS_H
 #define C_RUNLOOP_SHIMS_H
 
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "DispatchMainQueueHooks.h"
+#include "SignalRelay.h"
 
 /// The calling thread's kernel thread id (gettid(2)), which Swift cannot reach through the variadic syscall(2).
 static inline pid_t crunloop_gettid(void) { return (pid_t)syscall(SYS_gettid); }

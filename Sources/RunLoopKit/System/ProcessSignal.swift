@@ -1,0 +1,19 @@
+import Glibc
+
+/// The calls that send a signal, each wrapped once (tests and tools send signals through these).
+enum ProcessSignal {
+    /// Sends `signal` to process `process` (any of its threads that does not block it receives it).
+    ///
+    /// The corresponding C call is `kill(2)`.
+    static func send(_ signal: CInt, to process: pid_t) throws(SystemError) {
+        _ = try retryingOnInterrupt("kill") { kill(process, signal) }
+    }
+
+    /// Sends `signal` to the calling thread; a handler for it has run when this returns.
+    ///
+    /// The corresponding C call is `raise(3)`.
+    static func raiseOnCallingThread(_ signal: CInt) throws(SystemError) {
+        let status = raise(signal)
+        if status != 0 { throw SystemError(call: "raise", errno: errno) }
+    }
+}
