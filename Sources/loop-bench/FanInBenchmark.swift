@@ -5,38 +5,52 @@ import Synchronization
 /// the clock starts when the first producer is released (its own stamp, so waking the producers from the gate is
 /// not timed) and stops when the consumer runs closure 1,000,000. The count must be exact. `reordered` counts every
 /// closure that is not the next one expected from its producer.
-final class FanInBenchmark: Benchmark {
-    static let id = "W2"
-    static let title = "fan-in"
+///
+/// `W2t` is the same workload posted through the documented keep-alive worker, `LoopThread.perform`, instead of
+/// `Loop.perform` on a plain loop thread.
+class FanInBenchmark: Benchmark {
+    class var id: String { "W2" }
+    class var title: String { "fan-in" }
+    /// Whether the consumer is a `LoopThread` fed through its `perform` (W2t).
+    class var viaLoopThread: Bool { false }
 
     private static let producerCount = 2
     private let perProducer: Int
     private var consumer: LoopHost?
+    private var consumerThread: LoopThread?
     private var producers: [BenchThread] = []
     private var tally: Tally?
     private let ready = WaitCounter()
     private let gate = WaitCounter()
 
-    init(scale: Int) {
+    required init(scale: Int) {
         perProducer = 500_000 / scale
     }
 
-    func setUp() {
-        let consumer = LoopHost()
+    func setUp() throws {
         let tally = Tally(producers: Self.producerCount, total: Self.producerCount * perProducer)
         let (ready, gate, perProducer) = (ready, gate, perProducer)
+        let post: @Sendable (@escaping @Sendable () -> Void) -> Void
+        if Self.viaLoopThread {
+            let thread = try LoopThread(name: "fan-in")
+            consumerThread = thread
+            post = { try! thread.perform($0) }
+        } else {
+            let consumer = LoopHost()
+            self.consumer = consumer
+            let loop = consumer.loop
+            post = { loop.perform($0) }
+        }
         producers = (0..<Self.producerCount).map { producer in
             BenchThread {
                 ready.increment()
                 gate.wait()
                 tally.released.min(Clock.monotonic(), ordering: .relaxed)
-                let loop = consumer.loop
                 for sequence in 0..<perProducer {
-                    loop.perform { tally.receive(producer: producer, sequence: sequence) }
+                    post { tally.receive(producer: producer, sequence: sequence) }
                 }
             }
         }
-        self.consumer = consumer
         self.tally = tally
     }
 
@@ -45,16 +59,16 @@ final class FanInBenchmark: Benchmark {
         ready.wait(for: Self.producerCount)
         gate.increment()
         guard tally.done.wait() else {
-            throw BenchmarkFailure("W2: only \(tally.received) of \(tally.total) closures ran within 300 s")
+            throw BenchmarkFailure("\(Self.id): only \(tally.received) of \(tally.total) closures ran within 300 s")
         }
         for producer in producers { producer.join() }
         producers = []
         // Every producer has posted everything: a closure posted now runs after all of theirs.
         let drained = WaitCounter()
-        consumer!.loop.perform { drained.increment() }
+        (consumer?.loop ?? consumerThread!.loop).perform { drained.increment() }
         drained.wait()
         guard tally.received == tally.total else {
-            throw BenchmarkFailure("W2: the consumer ran \(tally.received) closures, expected \(tally.total)")
+            throw BenchmarkFailure("\(Self.id): the consumer ran \(tally.received) closures, expected \(tally.total)")
         }
         let elapsed = Double(tally.end - tally.released.load(ordering: .relaxed))
         return [
@@ -69,7 +83,15 @@ final class FanInBenchmark: Benchmark {
         gate.increment()  // Lets the producers go if `run()` never did, so they can be joined.
         for producer in producers { producer.join() }
         consumer?.shutDown()
+        consumerThread?.stop()
     }
+}
+
+/// W2t: W2 through `LoopThread.perform`.
+final class FanInViaLoopThreadBenchmark: FanInBenchmark {
+    override class var id: String { "W2t" }
+    override class var title: String { "fan-in via LoopThread.perform" }
+    override class var viaLoopThread: Bool { true }
 }
 
 /// What the consumer saw. Touched on the consumer's thread only (and read by the main thread after `done` or a

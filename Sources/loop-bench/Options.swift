@@ -1,4 +1,4 @@
-/// The command line: `loop-bench [W1|W2|W3|W4|W5|F|P|M|A|all] [--runs N] [--quick]`.
+/// The command line: `loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|all] [--runs N] [--quick]`.
 struct Options {
     /// The workloads to run, in order.
     var workloads: [any Benchmark.Type] = Options.allWorkloads
@@ -12,6 +12,7 @@ struct Options {
         [
             PingPongBenchmark.self,
             FanInBenchmark.self,
+            FanInViaLoopThreadBenchmark.self,
             TimerFiringBenchmark.self,
             TimerChurnBenchmark.self,
             WakeLatencyBenchmark.self,
@@ -23,8 +24,9 @@ struct Options {
     }
 
     static let usage = """
-        usage: loop-bench [W1|W2|W3|W4|W5|F|P|M|A|all]... [--runs N] [--quick]
-          W1 ping-pong, W2 fan-in, W3 timers, W4 churn, W5 wake latency (Docs/Benchmarks.md),
+        usage: loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|all]... [--runs N] [--quick]
+          W1 ping-pong, W2 fan-in (W2t: through LoopThread.perform), W3 timers, W4 churn, W5 wake latency
+          (Docs/Benchmarks.md),
           F footprint per idle loop (descriptors, resident bytes), P pass cost (1 vs 10,000 idle items),
           M @MainActor round trip on Loop.main,
           A actor hop (an actor on a loop vs Loop.perform and the default executor);

@@ -1,6 +1,6 @@
 import Glibc
 
-// loop-bench [W1|W2|W3|W4|W5|F|P|M|A|all] [--runs N] [--quick]: runs the workloads of Docs/Benchmarks.md and prints a
+// loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|all] [--runs N] [--quick]: runs the workloads of Docs/Benchmarks.md and prints a
 // table plus one machine-readable line per metric. Exits 1 if a workload fails its own checks.
 
 let options: Options
