@@ -1,3 +1,5 @@
+import Glibc
+
 extension Loop {
     // MARK: Public membership API
 
@@ -284,6 +286,14 @@ extension Loop {
 
     /// Puts the source's descriptor in the epoll set, from the calling thread, once per source.
     private func register(_ source: FileDescriptorSource) throws(LoopError) {
+        // Closed since the source was made: its number may name another file now, even this loop's own epoll set
+        // (created by the `Loop.current` of this very call), which epoll would answer with a puzzling EINVAL.
+        guard FileDescriptorCalls.identity(of: source.descriptor) == source.fileIdentity else {
+            throw LoopError(
+                .badDescriptor, errno: EBADF,
+                message: "descriptor \(source.descriptor) was closed after its source was made (the number may name "
+                    + "another file now)")
+        }
         // Several threads adding the same source at once: the loser of the race sees EEXIST from its own
         // registration only if the winner already registered; treat that as done.
         let events = source.events

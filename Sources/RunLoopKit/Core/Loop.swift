@@ -85,11 +85,14 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var eventBuffers: [UnsafeMutableBufferPointer<epoll_event>] = []
     static let eventBufferCapacity = 64
 
-    private init(isMain: Bool) {
+    /// Creates a loop with its three descriptors.
+    /// - Throws: ``LoopError/Code/systemCallFailed`` when the epoll set, the eventfd or the timerfd cannot be made
+    ///   (typically `EMFILE`: the process is out of descriptors).
+    private init(isMain: Bool) throws(LoopError) {
         do {
             poller = try Poller()
         } catch {
-            fatalError("RunLoopKit: cannot create a loop's epoll, eventfd or timerfd: \(error)")
+            throw LoopError(error, context: "creating a loop's epoll set, eventfd and timerfd")
         }
         self.isMain = isMain
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
@@ -98,8 +101,8 @@ public final class Loop: @unchecked Sendable {
         _ = mode(named: .default)
     }
 
-    static func makeForCurrentThread() -> Loop { Loop(isMain: false) }
-    static func makeForMainThread() -> Loop { Loop(isMain: true) }
+    static func makeForCurrentThread() throws(LoopError) -> Loop { try Loop(isMain: false) }
+    static func makeForMainThread() throws(LoopError) -> Loop { try Loop(isMain: true) }
 
     deinit {
         poller.close()
@@ -109,7 +112,26 @@ public final class Loop: @unchecked Sendable {
     // MARK: Getting loops
 
     /// The calling thread's loop, created on first use; the same object every time on that thread.
-    public static var current: Loop { LoopRegistry.current() }
+    ///
+    /// Creating a loop needs three descriptors: if the process has none left, this traps with the reason (as CF's
+    /// `CFRunLoopGetCurrent` has no way to fail). Code that must survive descriptor exhaustion uses
+    /// ``forCurrentThread()``, which throws instead.
+    public static var current: Loop {
+        do {
+            return try LoopRegistry.current()
+        } catch {
+            fatalError("RunLoopKit: cannot create the calling thread's loop: \(error)")
+        }
+    }
+
+    /// The calling thread's loop, created on first use, like ``current``; throws instead of trapping when it cannot
+    /// be created. Any thread (for itself).
+    ///
+    /// - Throws: ``LoopError/Code/systemCallFailed`` when the loop's epoll set, eventfd or timerfd cannot be made
+    ///   (`EMFILE` or `ENFILE`: out of descriptors; ``LoopError/errno`` says which). A later call tries again.
+    public static func forCurrentThread() throws(LoopError) -> Loop {
+        try LoopRegistry.current()
+    }
 
     /// The main thread's loop, reachable from any thread (created on first use).
     public static var main: Loop { LoopRegistry.main() }

@@ -43,18 +43,29 @@ enum LoopRegistry {
     }
 
     /// The calling thread's loop, created on first use.
-    static func current() -> Loop {
+    /// - Throws: ``LoopError/Code/systemCallFailed`` when it cannot be created (out of descriptors).
+    static func current() throws(LoopError) -> Loop {
         if let loop = currentIfPresent() { return loop }
-        let loop = ThreadIdentity.isMainThread ? main() : Loop.makeForCurrentThread()
+        let loop = try ThreadIdentity.isMainThread ? mainThrowing() : Loop.makeForCurrentThread()
         install(loop)
         return loop
     }
 
-    /// The main thread's loop, created on first use from any thread.
+    /// The main thread's loop, created on first use from any thread; traps if it cannot be created.
     static func main() -> Loop {
-        mainLoop.withLock { loop in
+        do {
+            return try mainThrowing()
+        } catch {
+            fatalError("RunLoopKit: cannot create the main thread's loop: \(error)")
+        }
+    }
+
+    /// The main thread's loop, created on first use from any thread.
+    /// - Throws: ``LoopError/Code/systemCallFailed`` when it cannot be created (out of descriptors).
+    private static func mainThrowing() throws(LoopError) -> Loop {
+        try mainLoop.withLock { (loop: inout Loop?) throws(LoopError) -> Loop in
             if let loop, !loop.createdBeforeFork { return loop }  // A child of fork() gets a main loop of its own.
-            let created = Loop.makeForMainThread()
+            let created = try Loop.makeForMainThread()
             loop = created
             return created
         }

@@ -92,9 +92,11 @@ extension LoopThread {
     /// The worker thread's whole life: set up, publish the loop, run until stopped, drain admitted work, exit.
     static func body(_ startup: Startup) {
         setCurrentThreadName(startup.name)
-        let loop = Loop.current
+        let loop: Loop
         let worker = startup.worker
         do {
+            // Throws rather than traps when the process is out of descriptors: the creator's init throws it.
+            loop = try Loop.forCurrentThread()
             try worker.installControl(on: loop)
         } catch {
             startup.failure = error

@@ -42,8 +42,9 @@ public final class LoopThread: Sendable {
     /// Starts the worker thread and returns once its loop exists and is ready for work.
     ///
     /// - Parameter name: The thread's name, for `top -H`, `ps -L` and debuggers; cut to 15 bytes for the kernel.
-    /// - Throws: ``LoopError/Code/systemCallFailed`` when `pthread_create(3)` fails (its error in
-    ///   ``LoopError/errno``).
+    /// - Throws: ``LoopError/Code/systemCallFailed`` when `pthread_create(3)` fails, or when the new thread cannot
+    ///   create its loop because the process is out of descriptors (`EMFILE`; the error is in ``LoopError/errno``).
+    ///   The process keeps running, and a later `LoopThread` starts normally once descriptors are free again.
     public init(name: String = "RunLoopKit.LoopThread") throws(LoopError) {
         let worker = Worker()
         let startup = Startup(worker: worker, name: name)

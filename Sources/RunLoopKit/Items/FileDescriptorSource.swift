@@ -73,6 +73,9 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
 
     /// Distinguishes this registration's epoll reports from any earlier one of the same descriptor number.
     let generation: UInt32
+    /// The file the descriptor named when the source was made: an `add` after it was closed (and its number
+    /// reused, perhaps by the loop's own epoll set, which the `add` created) is refused with `badDescriptor`.
+    let fileIdentity: FileIdentity
     /// Set once the descriptor is in the owner's epoll set (under the poller's lifecycle lock, first add only).
     let isRegistered = Atomic<Bool>(false)
     /// Set once the descriptor left the owner's epoll set (taken out, or dropped by the kernel when it was closed):
@@ -118,10 +121,11 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
         order: Int = 0,
         handler: @escaping @Sendable (FileDescriptorSource, Events) -> Void
     ) throws(LoopError) {
-        guard FileDescriptorCalls.isOpen(descriptor) else {
+        guard let identity = FileDescriptorCalls.identity(of: descriptor) else {
             throw LoopError(.badDescriptor, errno: EBADF, message: "descriptor \(descriptor) is not open")
         }
         self.descriptor = descriptor
+        self.fileIdentity = identity
         self.watchedEvents = Atomic(events.intersection([.readable, .writable]).rawValue)
         self.order = order
         self.handler = handler

@@ -15,4 +15,20 @@ enum FileDescriptorCalls {
     static func isOpen(_ descriptor: CInt) -> Bool {
         descriptor >= 0 && fcntl(descriptor, F_GETFD) != -1
     }
+
+    /// Which file `descriptor` names (device and inode), `nil` when it is not open: tells a descriptor apart from
+    /// another file that got the same number after it was closed.
+    ///
+    /// The corresponding C call is `fstat(2)`.
+    static func identity(of descriptor: CInt) -> FileIdentity? {
+        var status = stat()
+        guard descriptor >= 0, fstat(descriptor, &status) == 0 else { return nil }
+        return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+    }
+}
+
+/// A file's device and inode numbers: the same for every descriptor of one open file, different for another file.
+struct FileIdentity: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
 }

@@ -414,3 +414,27 @@ import Testing
         fresh.invalidate()
     }
 }
+
+/// An add whose source's descriptor was closed since the source was made is refused with `badDescriptor`, also
+/// when the `Loop.current` of that very call created the loop and its epoll set took the closed number.
+@Suite struct ClosedDescriptorAddTests {
+    @Test func addingASourceWhoseDescriptorWasClosedThrowsBadDescriptor() throws {
+        let code = Box<LoopError.Code>()
+        let takenByTheLoop = Box<Bool>()
+        let thread = TestThread {
+            let pipe = Pipe()
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let number = pipe.readEnd
+            pipe.close()
+            do throws(LoopError) {
+                try Loop.current.add(source)  // Loop.current makes this thread's loop here, reusing low numbers.
+            } catch {
+                code.value = error.code
+            }
+            takenByTheLoop.value = Loop.current.pollDescriptor == number
+        }
+        thread.join()
+        #expect(code.value == .badDescriptor)
+        print("[reliability] closed descriptor: the new loop's epoll set took its number: \(takenByTheLoop.value!)")
+    }
+}
