@@ -393,14 +393,20 @@ extension Loop {
             for observer in state.observers { removeFromMode(.observer(observer), state) }
             for source in state.descriptorSources { removeFromMode(.descriptor(source), state) }
         }
-        for source in registrations.values { unregister(source) }
+        for source in registrations.values {
+            unregister(source)
+            source.forgetRegistration()  // Registered afresh by the loop it joins next, if any.
+        }
         registrations.removeAll()
         parkedTimers.removeAll()
         signalStack.popAll { $0.queued = false }
+        for source in signalledSources { source.queued = false }  // Still signalled: performed where it goes next.
         signalledSources.removeAll()
         trapOnQueuedJobs()
         blocks.removeAll()
         poller.close()
+        // Every item is out of this loop now, its state reset: another loop may take it (``ItemCore/bind(to:)``).
+        itemsReleased.store(true, ordering: .releasing)
     }
 }
 

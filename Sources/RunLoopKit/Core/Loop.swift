@@ -17,8 +17,10 @@ import Synchronization
 ///   anything, itself included.
 ///
 /// When its thread exits, a loop removes every item from every mode (calling source cancel handlers on the
-/// exiting thread), drops pending blocks unrun and closes its three descriptors. An actor job still queued then,
-/// or enqueued later, traps (see ``enqueue(_:)``).
+/// exiting thread) and releases it: the items stay valid and can be added to another loop, as in CF (a source
+/// signalled meanwhile is performed there). It drops pending blocks unrun and closes its three descriptors. An actor
+/// job still queued then, or enqueued later, traps (see ``enqueue(_:)``). The dead loop object itself (a few hundred
+/// bytes, no descriptor) stays allocated while items that belonged to it are alive.
 ///
 /// A loop is also a `SerialExecutor`: an actor whose `unownedExecutor` is the loop's runs on the loop's thread, its
 /// jobs at the block points of passes in the common modes (Loop+Executor.swift).
@@ -35,6 +37,8 @@ public final class Loop: @unchecked Sendable {
     let wakeRequested = Atomic<Bool>(false)
     /// Set when the owning thread exited and the loop was torn down.
     let terminated = Atomic<Bool>(false)
+    /// Set at the very end of the teardown, once every item was taken out and reset: items may join another loop.
+    let itemsReleased = Atomic<Bool>(false)
     /// The innermost running mode, readable from any thread; written at run entry and exit only.
     private let runningMode = Locked<Mode?>(nil)
     /// The owning thread's kernel id, for descriptions.

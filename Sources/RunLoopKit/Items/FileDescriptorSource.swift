@@ -134,6 +134,15 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
         self.generation = next
     }
 
+    /// Resets the registration state after the loop's thread exited and its epoll set is gone, so the next loop
+    /// the source joins registers it again. That loop's thread only, in the teardown.
+    func forgetRegistration() {
+        isParked = false
+        registeredEvents = []
+        isUnregistered.store(false, ordering: .relaxed)
+        isRegistered.store(false, ordering: .relaxed)
+    }
+
     /// The tag of this source's epoll reports: generation in the high half, descriptor in the low half.
     var epollTag: UInt64 {
         UInt64(generation) << 32 | UInt64(UInt32(bitPattern: descriptor))

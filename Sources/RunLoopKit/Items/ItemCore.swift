@@ -5,10 +5,15 @@ import Synchronization
 /// Threading: ``owner`` and ``isValid`` are atomics, safe from any thread. The rest is confined to the owning
 /// loop's thread (it is only touched by the loop after the item was bound to it).
 final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined, see above.
-    /// The loop the item was first added to, as the bits of a retained reference (0 while unbound); set once and
-    /// fixed for the item's life, released in `deinit`. A plain word rather than `AtomicLazyReference<Loop>`, whose
-    /// generic calls are not specialised here and look up type metadata on every load.
+    /// The loop the item belongs to, as the bits of a retained reference (0 while unbound), released in `deinit`.
+    /// Set by the first `add`, and changed only when that loop's thread exited and released its items (then the
+    /// item joins another loop). A plain word rather than `AtomicLazyReference<Loop>`, whose generic calls are not
+    /// specialised here and look up type metadata on every load.
     private let ownerBits = Atomic<UInt>(0)
+    /// Dead loops the item belonged to before, kept retained until the item goes: a thread that read the owner
+    /// just before it changed may still be using it (a `signal()` racing the move). Touched only by the thread that
+    /// won the move (moves are ordered by the owner's compare-exchange) and by `deinit`.
+    nonisolated(unsafe) private var formerOwners: [Unmanaged<Loop>] = []
     /// False once invalidated; never true again.
     private let valid = Atomic<Bool>(true)
 
@@ -33,6 +38,7 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     deinit {
         let bits = ownerBits.load(ordering: .acquiring)
         if bits != 0 { Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
+        for former in formerOwners { former.release() }
     }
 
     /// The loop the item is bound to, `nil` before its first `add`. Safe from any thread.
@@ -42,15 +48,31 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
         return Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
     }
 
-    /// Binds the item to `loop` unless already bound; answers whether it belongs to `loop` now.
+    /// Binds the item to `loop` unless it belongs to another live loop; answers whether it belongs to `loop` now.
+    ///
+    /// An item whose loop's thread exited (and whose teardown released it) may join another loop, as in CF.
     func bind(to loop: Loop) -> Bool {
         let retained = Unmanaged.passRetained(loop)
         let bits = UInt(bitPattern: retained.toOpaque())
-        let (exchanged, current) = ownerBits.compareExchange(
-            expected: 0, desired: bits, ordering: .acquiringAndReleasing)
-        if exchanged { return true }
-        retained.release()
-        return current == bits
+        var current: UInt = 0
+        while true {
+            let (exchanged, original) = ownerBits.compareExchange(
+                expected: current, desired: bits, ordering: .acquiringAndReleasing)
+            if exchanged {
+                if current != 0 { formerOwners.append(Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: current)!)) }
+                return true
+            }
+            if original == bits {
+                retained.release()
+                return true
+            }
+            let owner = Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: original)!).takeUnretainedValue()
+            guard owner.itemsReleased.load(ordering: .acquiring) else {
+                retained.release()
+                return false
+            }
+            current = original  // A dead loop's item: try to take it over.
+        }
     }
 
     /// Records what ``keepsRunAliveRequested`` asks for; the owner, if any, applies it on its thread.

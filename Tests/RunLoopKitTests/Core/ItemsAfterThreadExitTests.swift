@@ -1,0 +1,75 @@
+import Glibc
+import RunLoopKit
+import Testing
+
+/// Items of a loop whose thread exited are released by it, as CF's are: each can join another loop and works
+/// there, and the dead loop object goes away with the items that belonged to it.
+@Suite struct ItemsAfterThreadExitTests {
+    @Test func itemsOfAnExitedThreadJoinAnotherLoopAndWorkThere() throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let fired = Counter()
+        let performed = Counter()
+        let handled = Counter()
+        let observed = Counter()
+        let timer = try LoopTimer(after: .milliseconds(1), repeating: .milliseconds(5)) { _ in fired.increment() }
+        let source = LoopSource { performed.increment() }
+        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            pipe.drain()
+            handled.increment()
+        }
+        let observer = LoopObserver(activities: .beforeWaiting) { _ in observed.increment() }
+        ItemsSupport.onLoopThread { loop in
+            try! loop.add(timer)
+            try! loop.add(source, to: .common)
+            try! loop.add(descriptor)
+            try! loop.add(observer)
+            loop.run(in: .default, for: .milliseconds(20))
+        }
+        // The first thread exited: its loop released the items. A signal now waits for the next loop.
+        source.signal()
+        let firedBefore = fired.current
+        let running = ItemsSupport.startRunningLoop()
+        defer { running.finish() }
+        try running.loop.add(timer)
+        try running.loop.add(source)
+        try running.loop.add(descriptor)
+        try running.loop.add(observer)
+        pipe.write()
+        #expect(waitUntil { fired.current > firedBefore + 2 })
+        #expect(waitUntil { performed.current == 1 })
+        #expect(waitUntil { handled.current == 1 })
+        #expect(observed.current > 0)
+        for item in [timer.invalidate, source.invalidate, descriptor.invalidate, observer.invalidate] { item() }
+    }
+
+    @Test func theDeadLoopGoesAwayWithTheItemsThatBelongedToIt() throws {
+        weak var deadLoop: Loop?
+        do {
+            let timer = try LoopTimer(after: .seconds(3600)) { _ in }
+            let loopBox = Box<Loop>()
+            ItemsSupport.onLoopThread { loop in
+                try! loop.add(timer)
+                loopBox.value = loop
+            }
+            deadLoop = loopBox.value
+            loopBox.value = nil
+            #expect(deadLoop != nil)  // The timer still refers to it.
+            let running = ItemsSupport.startRunningLoop()
+            try running.loop.add(timer)  // Moves; the dead loop is kept until the timer goes.
+            timer.invalidate()
+            running.finish()
+        }
+        #expect(deadLoop == nil)
+    }
+
+    @Test func anItemOfALiveLoopStillCannotJoinAnother() throws {
+        let source = LoopSource {}
+        let first = ItemsSupport.startRunningLoop { loop in try! loop.add(source) }
+        defer { first.finish() }
+        let second = ItemsSupport.startRunningLoop()
+        defer { second.finish() }
+        #expect(throws: LoopError.self) { try second.loop.add(source) }
+        source.invalidate()
+    }
+}
