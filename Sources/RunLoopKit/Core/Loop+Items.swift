@@ -67,22 +67,25 @@ extension Loop {
         remove(.descriptor(source), from: mode)
     }
 
-    /// Whether `source` is in `mode` (for ``Mode/common``: whether it was added to the common modes). Loop thread only.
+    /// Whether `source` is in `mode` (for ``Mode/common``: whether it was added to the common modes). Safe from any
+    /// thread: on the loop's thread the answer includes changes just sent from other threads; from another thread
+    /// it is a snapshot of what the loop's thread has applied (a change sent from another thread shows once the
+    /// loop applied it, at its next pass), covering the loop's first 64 modes.
     public func contains(_ source: LoopSource, in mode: Mode = .default) -> Bool {
         contains(.source(source), in: mode)
     }
 
-    /// Whether `timer` is in `mode`. Loop thread only.
+    /// Whether `timer` is in `mode`. Safe from any thread (see ``contains(_:in:)-(LoopSource,_)``).
     public func contains(_ timer: LoopTimer, in mode: Mode = .default) -> Bool {
         contains(.timer(timer), in: mode)
     }
 
-    /// Whether `observer` is in `mode`. Loop thread only.
+    /// Whether `observer` is in `mode`. Safe from any thread (see ``contains(_:in:)-(LoopSource,_)``).
     public func contains(_ observer: LoopObserver, in mode: Mode = .default) -> Bool {
         contains(.observer(observer), in: mode)
     }
 
-    /// Whether `source` is in `mode`. Loop thread only.
+    /// Whether `source` is in `mode`. Safe from any thread (see ``contains(_:in:)-(LoopSource,_)``).
     public func contains(_ source: FileDescriptorSource, in mode: Mode = .default) -> Bool {
         contains(.descriptor(source), in: mode)
     }
@@ -95,20 +98,23 @@ extension Loop {
             guard commonModeNames.insert(mode).inserted else { return }
             let state = self.mode(named: mode)
             state.isCommon = true
+            modeNames.withLock { _ = $0.common.insert(mode) }
             for item in commonItems.values { addToMode(item, state) }
         }
     }
 
-    /// The loop's common modes (initially just ``Mode/default``). Loop thread only.
+    /// The loop's common modes (initially just ``Mode/default``). Safe from any thread: a consistent snapshot (a
+    /// mode added from another thread shows once the loop applied the change, at its next pass).
     public var commonModes: Set<Mode> {
-        preconditionOnLoopThread("commonModes")
-        return commonModeNames
+        modeNames.withLock { $0.common }
     }
 
-    /// Every mode the loop has (a mode exists once something named it). Loop thread only.
+    /// Every mode the loop has, in the order they came into being: a mode exists once an item, a block, a run or
+    /// ``addCommonMode(_:)`` named it. Safe from any thread: a consistent snapshot (a mode named by an item or
+    /// ``addCommonMode(_:)`` from another thread shows once the loop applied the change; one named by a block at
+    /// once).
     public var allModes: [Mode] {
-        preconditionOnLoopThread("allModes")
-        return modeList.map(\.name)
+        modeNames.withLock { $0.all }
     }
 
     // MARK: Shared membership logic
@@ -167,12 +173,16 @@ extension Loop {
     }
 
     private func contains(_ item: AnyItem, in mode: Mode) -> Bool {
-        preconditionOnLoopThread("contains(_:in:)")
-        applyChanges()
+        let onLoopThread = isCurrent
+        if onLoopThread { applyChanges() }
         guard item.core.owner === self else { return false }
         if mode == .common { return item.core.isCommon }
-        guard let state = existingMode(named: mode) else { return false }
-        return item.core.isIn(modeID: state.id)
+        if onLoopThread {
+            guard let state = existingMode(named: mode) else { return false }
+            return item.core.isIn(modeID: state.id)
+        }
+        guard let id = modeNames.withLock({ $0.ids[mode] }), id < 64 else { return false }
+        return item.core.modeMask.load(ordering: .acquiring) & (1 << UInt64(id)) != 0
     }
 
     /// Puts `item` in `state`, with what each kind needs on joining. Loop thread only.
@@ -181,6 +191,7 @@ extension Loop {
         guard core.isValid, !core.isIn(modeID: state.id) else { return }
         applyKeepsRunAlive(item)  // Set before it was added here, or from another thread: count it as asked.
         core.memberships.insert(ItemCore.Membership(modeID: state.id, slot: state.insert(item)))
+        core.publishMembership(modeID: state.id, present: true)
         switch item {
         case .source(let source):
             source.scheduleHandler?(self, state.name)
@@ -211,6 +222,7 @@ extension Loop {
     func removeFromMode(_ item: AnyItem, _ state: ModeState) {
         let core = item.core
         guard let slot = core.memberships.remove(modeID: state.id) else { return }
+        core.publishMembership(modeID: state.id, present: false)
         state.remove(item, at: slot)
         switch item {
         case .source(let source):

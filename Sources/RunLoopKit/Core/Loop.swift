@@ -6,11 +6,11 @@ import Synchronization
 /// a descriptor is ready, a timer is due, a block arrives or it is stopped — CFRunLoop's model on Linux.
 ///
 /// Threading contract:
-/// - Running (``run()``, ``run(in:for:returnAfterSourceHandled:)``) and the loop-thread queries (`contains(_:in:)`,
-///   ``commonModes``, ``allModes``) happen only on the loop's own thread; anything else is a programming error and
-///   traps with a message saying so.
-/// - ``stop()``, ``wakeUp()``, ``isWaiting``, ``currentMode``, `perform(in:_:)`, `add`, `remove` and
-///   ``addCommonMode(_:)`` are safe from any thread. Changes made from another thread take effect on the loop's
+/// - Running (``run()``, ``run(in:for:returnAfterSourceHandled:)``, ``runPass(in:)``) happens only on the loop's
+///   own thread; anything else is a programming error and traps with a message saying so.
+/// - ``stop()``, ``wakeUp()``, ``isWaiting``, ``currentMode``, `perform(in:_:)`, `add`, `remove`,
+///   ``addCommonMode(_:)`` and the queries `contains(_:in:)`, ``commonModes`` and ``allModes`` (as CF answers them
+///   under its loop lock; from another thread a consistent snapshot) are safe from any thread. Changes made from another thread take effect on the loop's
 ///   thread before its next pass, and a sleeping loop is woken to make them.
 /// - Every callout (source, descriptor source, timer, observer, block, schedule and cancel handlers) runs on the
 ///   loop's thread with no RunLoopKit lock held, so it may call back into the loop, run it nested, or invalidate
@@ -45,6 +45,9 @@ public final class Loop: @unchecked Sendable {
     let threadID: pid_t
     /// Whether this is the main thread's loop.
     public let isMain: Bool
+    /// The names of the loop's modes, for ``allModes``, ``commonModes`` and `contains` from any thread: updated on
+    /// the loop's thread when a mode comes into being or turns common, and by `perform` when a block names a mode.
+    let modeNames = Locked<ModeNames>(ModeNames())
     /// Whether the main loop drains Dispatch's main queue in its common modes (``servesMainQueue``).
     let mainQueueEnabled: Atomic<Bool>
     /// Whether runs keep going when nothing keeps them alive (``keepsRunningWhenEmpty``).
@@ -184,7 +187,8 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
-        enqueue(PendingBlock(modes: .one(mode), closure: block))
+        if mode != .default { noteNamed(mode) }
+        return enqueue(PendingBlock(modes: .one(mode), closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
@@ -195,7 +199,16 @@ public final class Loop: @unchecked Sendable {
     @discardableResult
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
         guard !modes.isEmpty else { return false }
+        for mode in modes where mode != .default { noteNamed(mode) }
         return enqueue(PendingBlock(modes: .many(modes), closure: block))
+    }
+
+    /// Records that a block named `mode`, so ``allModes`` lists it from now on (as CF creates a block's modes).
+    private func noteNamed(_ mode: Mode) {
+        guard mode != .common else { return }
+        modeNames.withLock { names in
+            if !names.all.contains(mode) { names.all.append(mode) }
+        }
     }
 
     private func enqueue(_ block: PendingBlock) -> Bool {
@@ -261,6 +274,7 @@ public final class Loop: @unchecked Sendable {
         state.isCommon = commonModeNames.contains(name)
         modesByName[name] = state
         modeList.append(state)
+        modeNames.withLock { $0.created(name, id: state.id) }
         return state
     }
 

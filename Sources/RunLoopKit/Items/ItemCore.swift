@@ -19,8 +19,16 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
 
     /// The owner's modes the item is in, with its slot in each.
     @exclusivity(unchecked) var memberships = Memberships()
-    /// Whether the item was added to the common pseudo-mode of its owner.
-    var isCommon = false
+    /// Whether the item was added to the common pseudo-mode of its owner. Written on the loop's thread; read from
+    /// any thread by `contains(_:in: .common)`.
+    var isCommon: Bool {
+        get { commonFlag.load(ordering: .acquiring) }
+        set { commonFlag.store(newValue, ordering: .releasing) }
+    }
+    private let commonFlag = Atomic<Bool>(false)
+    /// Bit `i` set while the item is in the owner's mode of id `i` (the first 64 modes): what `contains(_:in:)`
+    /// reads from another thread. Written on the loop's thread only, next to ``memberships``.
+    let modeMask = Atomic<UInt64>(0)
     /// Whether the item keeps runs of its modes going, as asked from any thread (``LoopSource/keepsRunAlive``).
     let keepsRunAliveRequested = Atomic<Bool>(true)
     /// The value its modes' keep-alive counts reflect. Loop thread only.
@@ -79,6 +87,14 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     func requestKeepsRunAlive(_ value: Bool, for item: AnyItem) {
         guard keepsRunAliveRequested.exchange(value, ordering: .acquiringAndReleasing) != value else { return }
         owner?.onLoopThread(with: UncheckedItem(item)) { loop, item in loop.applyKeepsRunAlive(item.item) }
+    }
+
+    /// Mirrors a membership change of ``memberships`` in ``modeMask``. Loop thread only.
+    func publishMembership(modeID: Int, present: Bool) {
+        guard modeID < 64 else { return }
+        let bit: UInt64 = 1 << UInt64(modeID)
+        let mask = modeMask.load(ordering: .relaxed)
+        modeMask.store(present ? mask | bit : mask & ~bit, ordering: .releasing)
     }
 
     /// Whether the item is in at least one mode of its owner.

@@ -24,11 +24,4 @@ import Testing
         #expect(Self.stderrText(result).contains("Loop.run() must be called on the loop's own thread"))
     }
 
-    @Test func loopThreadQueriesFromAnotherThreadTrap() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let running = ItemsSupport.startRunningLoop()
-            _ = running.loop.allModes
-        }
-        #expect(Self.stderrText(result).contains("allModes must be called on the loop's own thread"))
-    }
 }

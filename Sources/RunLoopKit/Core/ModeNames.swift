@@ -1,0 +1,17 @@
+/// The names of a loop's modes, readable from any thread under the loop's `modeNames` lock (``Loop/allModes``,
+/// ``Loop/commonModes``, `contains(_:in:)` from another thread). The loop's thread keeps the real mode table; this is
+/// its published summary.
+struct ModeNames {
+    /// Every mode, in the order it came into being (a mode named only by a block has no id yet).
+    var all: [Loop.Mode] = []
+    /// The id of each mode the loop's thread created (its index in the loop's mode list).
+    var ids: [Loop.Mode: Int] = [:]
+    /// The common modes.
+    var common: Set<Loop.Mode> = [.default]
+
+    /// Records that the loop's thread created `mode` with `id`.
+    mutating func created(_ mode: Loop.Mode, id: Int) {
+        ids[mode] = id
+        if !all.contains(mode) { all.append(mode) }
+    }
+}
