@@ -189,7 +189,8 @@ extension Loop {
     func addToMode(_ item: AnyItem, _ state: ModeState) {
         let core = item.core
         guard core.isValid, !core.isIn(modeID: state.id) else { return }
-        applyKeepsRunAlive(item)  // Set before it was added here, or from another thread: count it as asked.
+        // `keepsRunAlive` set before it was added here, or from another thread: count it as asked.
+        if core.keepsRunAlive != core.keepsRunAliveRequested.load(ordering: .relaxed) { applyKeepsRunAlive(item) }
         core.memberships.insert(ItemCore.Membership(modeID: state.id, slot: state.insert(item)))
         core.publishMembership(modeID: state.id, present: true)
         switch item {

@@ -270,6 +270,12 @@ public final class Loop: @unchecked Sendable {
     /// The state of the mode named `name`, created on first use. Loop thread only.
     func mode(named name: Mode) -> ModeState {
         if let state = existingMode(named: name) { return state }
+        return makeMode(named: name)
+    }
+
+    /// Creates the mode named `name` (rare: kept out of line, so the lookup above stays small enough to inline).
+    @inline(never)
+    private func makeMode(named name: Mode) -> ModeState {
         let state = ModeState(name: name, id: modeList.count)
         state.isCommon = commonModeNames.contains(name)
         modesByName[name] = state

@@ -54,11 +54,10 @@ final class ModeState {
 
     /// Adds `item`; answers its slot (observers, kept sorted by order, have none: 0).
     func insert(_ item: AnyItem) -> Int {
-        if case .observer = item {} else if item.core.keepsRunAlive { keepAliveCount += 1 }
         switch item {
-        case .source(let source): return Self.append(source, to: &sources)
-        case .descriptor(let source): return Self.append(source, to: &descriptorSources)
-        case .timer(let timer): return Self.append(timer, to: &timers)
+        case .source(let source): return append(source, to: &sources)
+        case .descriptor(let source): return append(source, to: &descriptorSources)
+        case .timer(let timer): return append(timer, to: &timers)
         case .observer(let observer):
             insertObserver(observer)
             return 0
@@ -67,7 +66,6 @@ final class ModeState {
 
     /// Removes `item`, which sits at `slot`.
     func remove(_ item: AnyItem, at slot: Int) {
-        if case .observer = item {} else if item.core.keepsRunAlive { keepAliveCount -= 1 }
         switch item {
         case .source: removeSwapping(at: slot, from: &sources)
         case .descriptor: removeSwapping(at: slot, from: &descriptorSources)
@@ -76,13 +74,16 @@ final class ModeState {
         }
     }
 
-    private static func append<Item>(_ item: Item, to items: inout [Item]) -> Int {
+    /// Appends `item` (counting it if it keeps runs alive); answers its slot.
+    private func append<Item: ModeItem>(_ item: Item, to items: inout [Item]) -> Int {
+        if item.core.keepsRunAlive { keepAliveCount += 1 }
         items.append(item)
         return items.count - 1
     }
 
     /// Fills the hole at `slot` with the last item and tells that item its new slot.
     private func removeSwapping<Item: ModeItem>(at slot: Int, from items: inout [Item]) {
+        if items[slot].core.keepsRunAlive { keepAliveCount -= 1 }
         let last = items.removeLast()
         guard slot < items.count else { return }
         items[slot] = last

@@ -13,7 +13,7 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     /// Dead loops the item belonged to before, kept retained until the item goes: a thread that read the owner
     /// just before it changed may still be using it (a `signal()` racing the move). Touched only by the thread that
     /// won the move (moves are ordered by the owner's compare-exchange) and by `deinit`.
-    nonisolated(unsafe) private var formerOwners: [Unmanaged<Loop>] = []
+    nonisolated(unsafe) private var formerOwners: [Unmanaged<Loop>]? = nil
     /// False once invalidated; never true again.
     private let valid = Atomic<Bool>(true)
 
@@ -46,7 +46,7 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     deinit {
         let bits = ownerBits.load(ordering: .acquiring)
         if bits != 0 { Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
-        for former in formerOwners { former.release() }
+        if let formerOwners { for former in formerOwners { former.release() } }
     }
 
     /// The loop the item is bound to, `nil` before its first `add`. Safe from any thread.
@@ -67,7 +67,9 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
             let (exchanged, original) = ownerBits.compareExchange(
                 expected: current, desired: bits, ordering: .acquiringAndReleasing)
             if exchanged {
-                if current != 0 { formerOwners.append(Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: current)!)) }
+                if current != 0 {
+                    formerOwners = (formerOwners ?? []) + [Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: current)!)]
+                }
                 return true
             }
             if original == bits {
