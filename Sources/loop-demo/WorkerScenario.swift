@@ -1,6 +1,6 @@
 import RunLoopKit
 
-/// A keep-alive worker thread (AFNetworking's network thread on Apple platforms): a LoopThread sleeps in its loop until
+/// A keep-alive worker thread (AFNetworking's network thread on Apple platforms), used from several threads: a LoopThread sleeps in its loop until
 /// the main thread hands it requests, answers them, and is stopped cleanly.
 enum WorkerScenario {
     static func run() {
@@ -27,6 +27,16 @@ enum WorkerScenario {
                 Trace.line("main", "request failed: \(error)")
             }
         }
+        // Several threads use the same worker at once: each request runs on the worker, one at a time.
+        let clients = (1...3).map { client in
+            DemoThread {
+                for request in 1...2 {
+                    let answer = try? worker.performAndWait { "client \(client), request \(request) served" }
+                    Trace.line("client\(client)", answer ?? "request refused")
+                }
+            }
+        }
+        for client in clients { client.join() }
         do {
             try worker.perform { Trace.line("worker", "a last fire-and-forget block, accepted before the stop") }
         } catch {

@@ -22,7 +22,7 @@ let scenarios: [Scenario] = [
         name: "stall", summary: "a 300 ms stall on the main loop reported by the StallMonitor",
         run: StallScenario.run),
     Scenario(
-        name: "worker", summary: "a LoopThread serves requests, then stops cleanly",
+        name: "worker", summary: "a keep-alive LoopThread serves requests from several threads, then stops cleanly",
         run: WorkerScenario.run),
     Scenario(
         name: "batch", summary: "PassWorkQueue: 20 tasks, 2 per pass, a timer in between",
@@ -43,8 +43,9 @@ let scenarios: [Scenario] = [
 func usage() -> String {
     var text = "usage: loop-demo [scenario]\n\n"
     text += "Runs every scenario in turn, or only the one named. Scenarios:\n"
+    let width = scenarios.map(\.name.count).max() ?? 0
     for scenario in scenarios {
-        text += "  \(Trace.pad(scenario.name, -9)) \(scenario.summary)\n"
+        text += "  \(Trace.pad(scenario.name, -width)) \(scenario.summary)\n"
     }
     text += "\nOptions:\n  -h, --help  print this help\n"
     return text

@@ -136,18 +136,16 @@ extension Loop {
     /// Traps unless the caller is on the loop's thread; the message names both threads. Any thread.
     func preconditionIsolatedToLoopThread() {
         guard !isCurrent else { return }
-        let caller = ThreadIdentity.currentThreadID()
-        let callerName = LoopThread.threadName(of: caller).map { " \"\($0)\"" } ?? ""
+        let caller = ThreadIdentity.describe(ThreadIdentity.currentThreadID())
         fatalError(
             createdBeforeFork
                 ? ForkGuard.message
-                : "RunLoopKit: code isolated to an actor on \(loopDescriptionForTraps) ran on thread \(caller)"
-                    + "\(callerName), not on the loop's own thread (checkIsolated())")
+                : "RunLoopKit: code isolated to an actor on \(loopDescriptionForTraps) ran on \(caller), not on the "
+                    + "loop's own thread (checkIsolated())")
     }
 
     /// "the loop of thread 1234 "db"" — the thread's name while it is alive.
     var loopDescriptionForTraps: String {
-        let name = LoopThread.threadName(of: threadID).map { " \"\($0)\"" } ?? ""
-        return "the loop of thread \(threadID)\(name)"
+        "the loop of \(ThreadIdentity.describe(threadID))"
     }
 }

@@ -258,8 +258,9 @@ public final class Loop: @unchecked Sendable {
             isCurrent,
             createdBeforeFork
                 ? ForkGuard.message
-                : "RunLoopKit: Loop.\(call) must be called on the loop's own thread (loop of thread \(threadID), "
-                    + "called from thread \(ThreadIdentity.currentThreadID()))"
+                : "RunLoopKit: Loop.\(call) must be called on the loop's own thread (loop of "
+                    + "\(ThreadIdentity.describe(threadID)), called from "
+                    + "\(ThreadIdentity.describe(ThreadIdentity.currentThreadID())))"
         )
     }
 

@@ -44,14 +44,6 @@ extension LoopThread {
 
     /// The name of thread `threadID` of this process, or `nil` if it cannot be read (the thread exited).
     static func threadName(of threadID: pid_t) -> String? {
-        let descriptor = open("/proc/self/task/\(threadID)/comm", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let count = read(descriptor, &buffer, buffer.count)
-        guard count > 0 else { return nil }
-        var bytes = buffer[0..<count]
-        while bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
-        return String(decoding: bytes, as: UTF8.self)
+        ThreadIdentity.name(of: threadID)
     }
 }

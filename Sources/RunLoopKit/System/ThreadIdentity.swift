@@ -14,4 +14,25 @@ enum ThreadIdentity {
     static var isMainThread: Bool {
         crunloop_gettid() == getpid()
     }
+
+    /// The name of thread `threadID` of this process (as `pthread_setname_np` or `prctl` set it), or `nil` if it
+    /// cannot be read (the thread exited, or `/proc` is not mounted).
+    ///
+    /// The corresponding C calls are `open(2)` and `read(2)` of `/proc/self/task/<id>/comm`.
+    static func name(of threadID: pid_t) -> String? {
+        let descriptor = open("/proc/self/task/\(threadID)/comm", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        var bytes = buffer[0..<count]
+        while bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// "thread 1234" or "thread 1234 "db"": a thread as error messages name it, with its name when it has one.
+    static func describe(_ threadID: pid_t) -> String {
+        name(of: threadID).map { "thread \(threadID) \"\($0)\"" } ?? "thread \(threadID)"
+    }
 }
