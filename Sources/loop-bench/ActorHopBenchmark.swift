@@ -123,9 +123,8 @@ final class ActorHopBenchmark: Benchmark {
 
     /// `w1_perform`: W1's perform ping-pong between `loopA` and `loopB`; answers the elapsed nanoseconds.
     private static func timeW1(calls: Int, warmUp: Int, loopA: Loop, loopB: Loop) throws -> Int64 {
-        let rally = PerformRally(a: loopA, b: loopB)
-        _ = try rally.play(roundTrips: warmUp)
-        return try rally.play(roundTrips: calls)
+        _ = try Rally.play(a: loopA, b: loopB, roundTrips: warmUp, label: "A")
+        return try Rally.play(a: loopA, b: loopB, roundTrips: calls, label: "A")
     }
 
     /// Runs `body` in a detached task and waits for its answer (the elapsed nanoseconds) on this thread.
@@ -201,50 +200,5 @@ private actor LoopCaller {
         let begin = Clock.monotonic()
         for _ in 0..<times { _ = await callee.bump() }
         return Clock.monotonic() - begin
-    }
-}
-
-/// W1's ping-pong with `Loop.perform` (a closure to B that posts one back to A), for the `w1_perform` baseline.
-/// `remaining`, `begin` and `end` are touched on A's thread only; `play` reads them after `done`.
-private final class PerformRally: @unchecked Sendable {
-    let a: Loop
-    let b: Loop
-    private var remaining = 0
-    private var begin: Int64 = 0
-    private var end: Int64 = 0
-    private var done = WaitCounter()
-
-    init(a: Loop, b: Loop) {
-        self.a = a
-        self.b = b
-    }
-
-    /// Plays `roundTrips` round trips; answers the elapsed nanoseconds. Main thread only.
-    func play(roundTrips: Int) throws -> Int64 {
-        remaining = roundTrips
-        done = WaitCounter()
-        let done = self.done
-        a.perform { [self] in
-            begin = Clock.monotonic()
-            serve()
-        }
-        guard done.wait() else { throw BenchmarkFailure("A: the perform rally did not finish within 300 s") }
-        return end - begin
-    }
-
-    private func serve() {
-        b.perform { [self] in
-            a.perform { [self] in reply() }
-        }
-    }
-
-    private func reply() {
-        remaining -= 1
-        if remaining > 0 {
-            serve()
-        } else {
-            end = Clock.monotonic()
-            done.increment()
-        }
     }
 }

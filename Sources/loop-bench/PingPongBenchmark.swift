@@ -22,10 +22,7 @@ final class PingPongBenchmark: Benchmark {
     }
 
     func run() throws -> [Metric] {
-        let rally = Rally(a: hostA!.loop, b: hostB!.loop, roundTrips: roundTrips)
-        hostA!.loop.perform { rally.start() }
-        guard rally.done.wait() else { throw BenchmarkFailure("W1: the rally did not finish within 300 s") }
-        let elapsed = Double(rally.end - rally.begin)
+        let elapsed = Double(try Rally.play(a: hostA!.loop, b: hostB!.loop, roundTrips: roundTrips, label: "W1"))
         return [
             Metric(
                 "throughput", unit: "rt/s", key: "throughput_rt_s",
@@ -37,46 +34,5 @@ final class PingPongBenchmark: Benchmark {
     func tearDown() {
         hostA?.shutDown()
         hostB?.shutDown()
-    }
-}
-
-/// The round trips in flight. `remaining`, `begin` and `end` are touched on A's thread only; the main thread
-/// reads `begin` and `end` after `done`, which orders the accesses.
-private final class Rally: @unchecked Sendable {
-    let a: Loop
-    let b: Loop
-    var remaining: Int
-    var begin: Int64 = 0
-    var end: Int64 = 0
-    let done = WaitCounter()
-
-    init(a: Loop, b: Loop, roundTrips: Int) {
-        self.a = a
-        self.b = b
-        remaining = roundTrips
-    }
-
-    /// On A: starts the clock and sends the first ball.
-    func start() {
-        begin = Clock.monotonic()
-        serve()
-    }
-
-    /// On A: posts a closure to B that posts the reply back to A.
-    private func serve() {
-        b.perform { [self] in
-            a.perform { [self] in reply() }
-        }
-    }
-
-    /// On A: one round trip done.
-    private func reply() {
-        remaining -= 1
-        if remaining > 0 {
-            serve()
-        } else {
-            end = Clock.monotonic()
-            done.increment()
-        }
     }
 }

@@ -1,0 +1,54 @@
+import RunLoopKit
+
+/// W1's ping-pong with `Loop.perform`: A posts a closure to B, whose closure posts one back to A, for a number of
+/// round trips. Used by W1 and by workload A's `w1_perform` baseline.
+///
+/// `remaining`, `begin` and `end` are touched on A's thread only; the caller reads `begin` and `end` after `done`,
+/// which orders the accesses.
+final class Rally: @unchecked Sendable {
+    let a: Loop
+    let b: Loop
+    private var remaining: Int
+    private var begin: Int64 = 0
+    private var end: Int64 = 0
+    private let done = WaitCounter()
+
+    private init(a: Loop, b: Loop, roundTrips: Int) {
+        self.a = a
+        self.b = b
+        remaining = roundTrips
+    }
+
+    /// Plays `roundTrips` round trips between the running loops `a` and `b`; answers the elapsed nanoseconds, from
+    /// the first post on A to A running the last reply. Throws (naming `label`) if it does not finish within 300 s.
+    static func play(a: Loop, b: Loop, roundTrips: Int, label: String) throws -> Int64 {
+        let rally = Rally(a: a, b: b, roundTrips: roundTrips)
+        a.perform { rally.start() }
+        guard rally.done.wait() else { throw BenchmarkFailure("\(label): the rally did not finish within 300 s") }
+        return rally.end - rally.begin
+    }
+
+    /// On A: starts the clock and sends the first ball.
+    private func start() {
+        begin = Clock.monotonic()
+        serve()
+    }
+
+    /// On A: posts a closure to B that posts the reply back to A.
+    private func serve() {
+        b.perform { [self] in
+            a.perform { [self] in reply() }
+        }
+    }
+
+    /// On A: one round trip done.
+    private func reply() {
+        remaining -= 1
+        if remaining > 0 {
+            serve()
+        } else {
+            end = Clock.monotonic()
+            done.increment()
+        }
+    }
+}
