@@ -26,8 +26,9 @@ extension Loop {
     public func runPass(in mode: Mode = .default) -> Bool {
         preconditionOnLoopThread("runPass(in:)")
         if poller.isWaiting.load(ordering: .relaxed) {
-            // The host's wait is over: end it as a return from epoll_wait would (reading the eventfd if written).
-            poller.finishWaiting(eventFDFired: true)
+            // The host's wait is over: end it as a return from epoll_wait would. An eventfd write is still queued in
+            // the epoll set (edge-triggered), so the pass's own epoll_wait reports and drains it: no read here.
+            poller.finishWaiting(eventFDFired: false)
         }
         _ = run(in: mode, for: .zero)
         // ``Loop/Mode/common`` is no mode to run (nothing happens, as for `run(in: .common, for:)`); a mode not

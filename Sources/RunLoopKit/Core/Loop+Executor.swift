@@ -89,7 +89,8 @@ extension Loop {
         case .one(let mode):
             return mode == .common ? .default : mode
         case .many(let modes):
-            return LoopThread.Worker.drainMode(for: modes)
+            if modes.contains(where: { $0 == .default || $0 == .common }) { return .default }
+            return modes.min { $0.name < $1.name }!
         }
     }
 
@@ -105,12 +106,7 @@ extension Loop {
     func closeInbox() {
         var entries: [Inbox.Entry] = []
         inbox.close(into: &entries)
-        for entry in entries {
-            switch entry {
-            case .block(let block): blocks.append(block)
-            case .change(let change): change()
-            }
-        }
+        absorb(entries)
     }
 
     /// Traps if an actor job is still queued as the loop's thread exits: it could never run on the actor's thread

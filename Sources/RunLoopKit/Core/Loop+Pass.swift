@@ -8,13 +8,19 @@ extension Loop {
         guard !inbox.isEmpty else { return }
         var entries = inboxArrays.take()
         inbox.takeAll(into: &entries)
+        absorb(entries)
+        inboxArrays.give(&entries)
+    }
+
+    /// Takes entries handed over by other threads: blocks join the local queue, changes are applied.
+    @inline(__always)
+    func absorb(_ entries: [Inbox.Entry]) {
         for entry in entries {
             switch entry {
             case .block(let block): blocks.append(block)
             case .change(let change): change()
             }
         }
-        inboxArrays.give(&entries)
     }
 
     /// Steps 1, 2, 6, 8 and the run's entry and exit: calls the current mode's observers of `activity`.

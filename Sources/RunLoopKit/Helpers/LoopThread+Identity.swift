@@ -41,9 +41,4 @@ extension LoopThread {
         var bytes = Array(truncatedThreadName(name).utf8)
         _ = write(descriptor, &bytes, bytes.count)
     }
-
-    /// The name of thread `threadID` of this process, or `nil` if it cannot be read (the thread exited).
-    static func threadName(of threadID: pid_t) -> String? {
-        ThreadIdentity.name(of: threadID)
-    }
 }

@@ -34,14 +34,6 @@ extension LoopThread {
             guard queued else { throw LoopThread.stoppedError() }
         }
 
-        /// The one mode whose zero-length pass runs a block queued for `modes` (not empty) in the drain at stop:
-        /// the default mode if the block may run there (it names ``Loop/Mode/default`` or ``Loop/Mode/common``,
-        /// which always includes it), else the first of its modes by name.
-        static func drainMode(for modes: [Loop.Mode]) -> Loop.Mode {
-            if modes.contains(where: { $0 == .default || $0 == .common }) { return .default }
-            return modes.min { $0.name < $1.name }!
-        }
-
         /// Closes admission and asks the worker's loop to stop; answers whether this call began the stop.
         @discardableResult
         func requestStop() -> Bool {

@@ -69,7 +69,7 @@ public final class StallMonitor: Sendable {
             handler(
                 Report(
                     threadID: threadID,
-                    threadName: LoopThread.threadName(of: threadID),
+                    threadName: ThreadIdentity.name(of: threadID),
                     activity: beat.activity,
                     mode: loop.currentMode,
                     since: beat.since,

@@ -45,11 +45,6 @@ public final class ChildExitSource: Sendable {
         case finished
     }
 
-    /// A descriptor source held weakly.
-    private struct WeakDescriptorSource: Sendable {
-        weak var source: FileDescriptorSource?
-    }
-
     /// Creates a source for the child process `pid`, not yet in any loop.
     ///
     /// - Parameters:

@@ -19,7 +19,7 @@ extension Loop {
         remove(descriptorSource, from: mode)
     }
 
-    /// Whether `source` is in `mode`. Loop thread only.
+    /// Whether `source` is in `mode`. Safe from any thread (see ``contains(_:in:)-(LoopSource,_)``).
     public func contains(_ source: ChildExitSource, in mode: Mode = .default) -> Bool {
         guard let descriptorSource = source.scheduledDescriptorSource else { return false }
         return contains(descriptorSource, in: mode)

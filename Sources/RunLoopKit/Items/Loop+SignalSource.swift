@@ -15,12 +15,9 @@ extension Loop {
         remove(descriptorSource, from: mode)
     }
 
-    /// Whether `source` is in `mode` of this loop. Loop thread only.
+    /// Whether `source` is in `mode` of this loop. Safe from any thread (see ``contains(_:in:)-(LoopSource,_)``).
     public func contains(_ source: SignalSource, in mode: Mode = .default) -> Bool {
-        guard let descriptorSource = source.descriptorSource else {
-            preconditionOnLoopThread("contains(_:in:)")
-            return false
-        }
+        guard let descriptorSource = source.descriptorSource else { return false }
         return contains(descriptorSource, in: mode)
     }
 }

@@ -43,10 +43,6 @@ public final class SignalSource: Sendable {
     /// lives as long as the loop keeps it (until invalidated, or its thread exits), like any other item.
     private let watcher = Locked<WeakDescriptorSource>(WeakDescriptorSource())
 
-    private struct WeakDescriptorSource: Sendable {
-        weak var source: FileDescriptorSource?
-    }
-
     /// Creates a source watching `signal`, replacing the signal's disposition from now until the last source
     /// of the signal is invalidated or released. Safe from any thread.
     ///
