@@ -84,9 +84,17 @@ final class Inbox: Sendable {
         count.subtract(buffer.count, ordering: .sequentiallyConsistent)
     }
 
-    /// Refuses every later closure block; jobs and item changes are still taken until ``close(into:)``.
-    func refuseBlocks() {
-        entries.withLock { _ in refusingBlocks.store(true, ordering: .relaxed) }
+    /// Refuses every later closure block (jobs and item changes are still taken until ``close(into:)``), and moves
+    /// everything waiting into `buffer` (which should be empty) under the same lock.
+    ///
+    /// Taken here rather than by a later ``takeAll(into:)``: a post appends under the lock but counts itself just
+    /// after, so a take that trusted the count could miss a block accepted before the refusal.
+    func refuseBlocks(into buffer: inout [Entry]) {
+        entries.withLock { entries in
+            refusingBlocks.store(true, ordering: .relaxed)
+            swap(&entries, &buffer)
+        }
+        count.subtract(buffer.count, ordering: .sequentiallyConsistent)
     }
 
     /// Refuses every later post, and moves everything waiting into `buffer` (which should be empty). Called once,

@@ -98,7 +98,9 @@ extension Loop {
     /// actor jobs and item changes are still taken until the thread exits. For a ``LoopThread``'s stop, so that
     /// every block accepted before it runs in the drain and none is accepted after. Loop thread only.
     func refuseBlocksFromOtherThreads() {
-        inbox.refuseBlocks()
+        var entries: [Inbox.Entry] = []
+        inbox.refuseBlocks(into: &entries)
+        absorb(entries)
     }
 
     /// Closes the inbox for good when the thread exits, applying the changes and taking the blocks still in it.
