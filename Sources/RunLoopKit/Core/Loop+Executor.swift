@@ -103,8 +103,8 @@ extension Loop {
         absorb(entries)
     }
 
-    /// Closes the inbox for good when the thread exits, applying the changes and taking the blocks still in it.
-    /// Loop thread only.
+    /// Closes the inbox for good (the thread exits, or a ``LoopThread`` ends its drain), applying the changes and
+    /// taking the blocks and jobs still in it; later posts are refused. Idempotent. Loop thread only.
     func closeInbox() {
         var entries: [Inbox.Entry] = []
         inbox.close(into: &entries)

@@ -108,10 +108,15 @@ extension LoopThread {
         // The drain: from here on the loop refuses blocks from other threads (their `perform` answers false, and
         // LoopThread.perform throws threadStopped). Every block accepted before (possibly before the first run
         // began) runs now, each in a pass of a mode it was queued for, and so do actor jobs queued until the thread
-        // exits (they may queue more jobs and blocks).
+        // exits (they may queue more jobs and blocks). Closing the inbox takes what is still on its way, jobs
+        // included, without trusting its count; after that nothing more comes in.
         loop.refuseBlocksFromOtherThreads()
-        while let mode = loop.modeForQueuedWork() {
-            loop.run(in: mode, for: .zero)
+        while true {
+            while let mode = loop.modeForQueuedWork() {
+                loop.run(in: mode, for: .zero)
+            }
+            loop.closeInbox()
+            guard loop.modeForQueuedWork() != nil else { break }
         }
     }
 
