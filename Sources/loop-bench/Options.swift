@@ -14,7 +14,9 @@ struct Options {
             FanInBenchmark.self,
             FanInViaLoopThreadBenchmark.self,
             TimerFiringBenchmark.self,
+            CallbackFiringBenchmark.self,
             TimerChurnBenchmark.self,
+            CallbackChurnBenchmark.self,
             WakeLatencyBenchmark.self,
             FootprintBenchmark.self,
             PassCostBenchmark.self,
@@ -25,7 +27,8 @@ struct Options {
 
     static let usage = """
         usage: loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|all]... [--runs N] [--quick]
-          W1 ping-pong, W2 fan-in (W2t: through LoopThread.perform), W3 timers, W4 churn, W5 wake latency
+          W1 ping-pong, W2 fan-in (W2t: through LoopThread.perform), W3 timers, W4 churn (W3c, W4c: with one-shot
+          callbacks, Loop.schedule(at:)), W5 wake latency
           (Docs/Benchmarks.md),
           F footprint per idle loop (descriptors, resident bytes), P pass cost (1 vs 10,000 idle items),
           M @MainActor round trip on Loop.main,

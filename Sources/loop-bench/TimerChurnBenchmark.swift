@@ -1,4 +1,5 @@
 import RunLoopKit
+import Synchronization
 
 /// W4 churn: on the loop thread, for i in 0..<1,000,000 cancel timer i − 10,000 (once i ≥ 10,000), then schedule
 /// timer i due at t0 + U[10 s, 20 s), t0 taken once before the loop; then cancel the last 10,000. So 10,000 timers
@@ -6,9 +7,13 @@ import RunLoopKit
 ///
 /// Scheduling is `LoopTimer(fireAt:)` plus `loop.add`, cancelling is `invalidate()`. Metric: `pair`, the whole
 /// loop (final cancels included) ÷ 1,000,000.
-final class TimerChurnBenchmark: Benchmark {
-    static let id = "W4"
-    static let title = "churn"
+///
+/// `W4c` is the same churn with one-shot callbacks: `Loop.schedule(at:)` and `Loop.cancel(_:)`.
+class TimerChurnBenchmark: Benchmark {
+    class var id: String { "W4" }
+    class var title: String { "churn" }
+    /// Whether timers are one-shot callbacks (`Loop.schedule(at:)`, W4c) rather than `LoopTimer` objects.
+    class var usesCallbacks: Bool { false }
 
     /// How far ahead timers are due: U[10 s, 20 s).
     private static let spread: Range<Int64> = 10_000_000_000..<20_000_000_000
@@ -18,18 +23,20 @@ final class TimerChurnBenchmark: Benchmark {
     private var host: LoopHost?
     private var churn: Churn?
 
-    init(scale: Int) {
+    required init(scale: Int) {
         iterations = 1_000_000 / scale
     }
 
     func setUp() {
         host = LoopHost()
-        churn = Churn(offsets: SplitMix64.offsets(count: iterations, in: Self.spread), window: Self.window)
+        churn = Churn(
+            offsets: SplitMix64.offsets(count: iterations, in: Self.spread), window: Self.window,
+            usesCallbacks: Self.usesCallbacks)
     }
 
     func run() throws -> [Metric] {
         let churn = churn!
-        host!.loop.perform { churn.churn() }
+        host!.loop.perform { churn.usesCallbacks ? churn.churnCallbacks() : churn.churn() }
         guard churn.done.wait() else { throw BenchmarkFailure("W4: the churn did not finish within 300 s") }
         if let failure = churn.failure { throw failure }
         guard churn.fired == 0 else { throw BenchmarkFailure("W4: \(churn.fired) timers fired") }
@@ -45,19 +52,28 @@ final class TimerChurnBenchmark: Benchmark {
     }
 }
 
+/// W4c: W4 with one-shot callbacks (`Loop.schedule(at:)` and `Loop.cancel(_:)`) instead of `LoopTimer` objects.
+final class CallbackChurnBenchmark: TimerChurnBenchmark {
+    override class var id: String { "W4c" }
+    override class var title: String { "churn with one-shot callbacks" }
+    override class var usesCallbacks: Bool { true }
+}
+
 /// The churn loop's state. Touched on the loop's thread only; the main thread reads it after `done`.
 private final class Churn: @unchecked Sendable {
     let offsets: [Int64]
     let window: Int
+    let usesCallbacks: Bool
     var start: Int64 = 0
     var end: Int64 = 0
     var fired = 0
     var failure: BenchmarkFailure?
     let done = WaitCounter()
 
-    init(offsets: [Int64], window: Int) {
+    init(offsets: [Int64], window: Int, usesCallbacks: Bool) {
         self.offsets = offsets
         self.window = window
+        self.usesCallbacks = usesCallbacks
     }
 
     /// On the loop's thread: the timed loop.
@@ -81,4 +97,29 @@ private final class Churn: @unchecked Sendable {
         for timer in live { timer?.invalidate() }
         end = Clock.monotonic()
     }
+
+    /// On the loop's thread: the timed loop, with callbacks. The callback captures nothing, as a user's need not:
+    /// none may fire, and one that does is counted in a global.
+    func churnCallbacks() {
+        defer { done.increment() }
+        let loop = Loop.current
+        var live = [Loop.ScheduledCallback?](repeating: nil, count: window)
+        start = Clock.monotonic()
+        do {
+            for index in offsets.indices {
+                let slot = index % window
+                if let old = live[slot] { loop.cancel(old) }
+                let deadline = Loop.Instant(nanoseconds: start + offsets[index])
+                live[slot] = try loop.schedule(at: deadline) { unexpectedCallbackFires.add(1, ordering: .relaxed) }
+            }
+        } catch {
+            failure = BenchmarkFailure("W4c: scheduling failed: \(error)")
+        }
+        for callback in live { if let callback { loop.cancel(callback) } }
+        end = Clock.monotonic()
+        fired = unexpectedCallbackFires.load(ordering: .relaxed)
+    }
 }
+
+/// Callbacks of W4c that fired (none may).
+private let unexpectedCallbackFires = Atomic<Int>(0)

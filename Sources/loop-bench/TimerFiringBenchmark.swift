@@ -7,9 +7,13 @@ import RunLoopKit
 /// `late_p99`, fire time minus deadline over all timers; `late_p99_steady`, p99 over the timers due at or after the
 /// end of the scheduling loop; `early`, timers that fired before their deadline (reported, and the run fails unless
 /// it is 0).
-final class TimerFiringBenchmark: Benchmark {
-    static let id = "W3"
-    static let title = "timers"
+///
+/// `W3c` is the same workload scheduled with `Loop.schedule(at:)`, the one-shot callbacks that need no object.
+class TimerFiringBenchmark: Benchmark {
+    class var id: String { "W3" }
+    class var title: String { "timers" }
+    /// Whether timers are one-shot callbacks (`Loop.schedule(at:)`, W3c) rather than `LoopTimer` objects.
+    class var usesCallbacks: Bool { false }
 
     /// The deadline spread: U[0, 500 ms).
     private static let spread: Range<Int64> = 0..<500_000_000
@@ -17,13 +21,14 @@ final class TimerFiringBenchmark: Benchmark {
     private var host: LoopHost?
     private var schedule: Schedule?
 
-    init(scale: Int) {
+    required init(scale: Int) {
         count = 100_000 / scale
     }
 
     func setUp() {
         host = LoopHost()
-        schedule = Schedule(offsets: SplitMix64.offsets(count: count, in: Self.spread))
+        schedule = Schedule(
+            offsets: SplitMix64.offsets(count: count, in: Self.spread), usesCallbacks: Self.usesCallbacks)
     }
 
     func run() throws -> [Metric] {
@@ -68,10 +73,18 @@ final class TimerFiringBenchmark: Benchmark {
     }
 }
 
+/// W3c: W3 with one-shot callbacks (`Loop.schedule(at:)`) instead of `LoopTimer` objects.
+final class CallbackFiringBenchmark: TimerFiringBenchmark {
+    override class var id: String { "W3c" }
+    override class var title: String { "timers as one-shot callbacks" }
+    override class var usesCallbacks: Bool { true }
+}
+
 /// The timers' deadlines and how late each fired. Written on the loop's thread only; the main thread reads it
 /// after `done`, which orders the accesses.
 private final class Schedule: @unchecked Sendable {
     let offsets: [Int64]
+    let usesCallbacks: Bool
     let deadlines: UnsafeMutableBufferPointer<Int64>
     let lateness: UnsafeMutableBufferPointer<Int64>
     var start: Int64 = 0
@@ -80,8 +93,9 @@ private final class Schedule: @unchecked Sendable {
     var failure: BenchmarkFailure?
     let done = WaitCounter()
 
-    init(offsets: [Int64]) {
+    init(offsets: [Int64], usesCallbacks: Bool) {
         self.offsets = offsets
+        self.usesCallbacks = usesCallbacks
         deadlines = .allocate(capacity: offsets.count)
         deadlines.initialize(repeating: 0)
         lateness = .allocate(capacity: offsets.count)
@@ -101,8 +115,12 @@ private final class Schedule: @unchecked Sendable {
             for index in offsets.indices {
                 let deadline = start + offsets[index]
                 deadlines[index] = deadline
-                let timer = try LoopTimer(fireAt: Loop.Instant(nanoseconds: deadline)) { [self] _ in fire(index) }
-                try loop.add(timer)
+                if usesCallbacks {
+                    try loop.schedule(at: Loop.Instant(nanoseconds: deadline)) { [self] in fire(index) }
+                } else {
+                    let timer = try LoopTimer(fireAt: Loop.Instant(nanoseconds: deadline)) { [self] _ in fire(index) }
+                    try loop.add(timer)
+                }
             }
         } catch {
             failure = BenchmarkFailure("W3: scheduling failed: \(error)")

@@ -1,5 +1,5 @@
-// The Linux headers Swift's Glibc module leaves out, libdispatch's main-queue hooks (DispatchMainQueueHooks.h), and
-// the signal relay's async-signal-safe C half (SignalRelay.h). Nothing else but tiny wrappers of what Swift cannot
+// The Linux headers Swift's Glibc module leaves out, libdispatch's main-queue hooks (DispatchMainQueueHooks.h), the
+// signal relay's async-signal-safe C half (SignalRelay.h), and the current loop's thread-local slot (CurrentLoop.h). Nothing else but tiny wrappers of what Swift cannot
 // call directly (the variadic syscall(2), and waitid(2) with an idtype_t constant older glibc headers lack).
 #ifndef C_RUNLOOP_SHIMS_H
 #define C_RUNLOOP_SHIMS_H
@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "CurrentLoop.h"
 #include "DispatchMainQueueHooks.h"
 #include "SignalRelay.h"
 

@@ -1,3 +1,4 @@
+import CRunLoopShims
 import Glibc
 import Synchronization
 
@@ -43,6 +44,7 @@ enum ForkGuard {
         // The slot still holds the parent thread's loop: forget it (the reference is leaked on purpose, so the
         // parent's loop object is never torn down in the child), so ``Loop/current`` makes a fresh loop.
         _ = pthread_setspecific(LoopRegistry.key, nil)
+        crunloop_set_current_loop(nil)
     }
 
     /// The trap message for using a parent's loop in a child.

@@ -412,12 +412,16 @@ extension Loop {
         }
         registrations.removeAll()
         parkedTimers.removeAll()
+        let callbacks = callbackTimers.removeAll()
+        remoteCallbacks.removeAll()
+        commonCallbackCount = 0
         signalStack.popAll { $0.queued = false }
         for source in signalledSources { source.queued = false }  // Still signalled: performed where it goes next.
         signalledSources.removeAll()
         trapOnQueuedJobs()
         blocks.removeAll()
         poller.close()
+        withExtendedLifetime(callbacks) {}  // Released here, with the loop consistent: their deinits may call in.
         // Every item is out of this loop now, its state reset: another loop may take it (``ItemCore/bind(to:)``).
         itemsReleased.store(true, ordering: .releasing)
     }

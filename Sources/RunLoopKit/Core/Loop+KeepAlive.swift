@@ -24,7 +24,8 @@ extension Loop {
     /// Whether nothing keeps a run in `state` going: no item whose `keepsRunAlive` is true, no main queue served
     /// there, and the loop does not run while empty. Loop thread only.
     func hasNothingToWaitFor(_ state: ModeState) -> Bool {
-        state.hasNoKeepAliveItems && !servesMainQueue(in: state) && !runsWhenEmpty.load(ordering: .relaxed)
+        state.hasNoKeepAliveItems && (commonCallbackCount == 0 || !state.isCommon) && !servesMainQueue(in: state)
+            && !runsWhenEmpty.load(ordering: .relaxed)
     }
 
     /// Brings the modes' keep-alive counts in line with `item`'s `keepsRunAlive` as last set. Loop thread only.

@@ -181,7 +181,7 @@ extension Loop {
     /// Arms the timerfd for the earlier of the first timer's latest fire time and `deadline`; answers false, arming
     /// nothing, when that time has already come (so the loop must not sleep).
     func armTimer(until deadline: Int64) -> Bool {
-        let wakeTime = min(timerHeap.first?.latest ?? .max, deadline)
+        let wakeTime = min(timerHeap.first?.latest ?? .max, callbackTimers.first?.latest ?? .max, deadline)
         guard wakeTime != .max else { return true }
         let now = MonotonicClock.now()
         guard wakeTime > now else { return false }
@@ -212,15 +212,49 @@ extension Loop {
         return eventBuffers[depth]
     }
 
-    /// Step 9a: fires the running mode's due timers, in order of latest fire time (fire time when no tolerance).
+    /// Step 9a: fires the running mode's due timers and callbacks, in order of latest fire time (fire time when no
+    /// tolerance), then of scheduling.
     ///
-    /// Due timers of modes not running are parked until one of their modes runs. A repeating timer is put back
-    /// on its grid after its handler; a one-shot timer is invalidated.
+    /// Due timers and callbacks of modes not running are parked until one of their modes runs. A repeating timer is
+    /// put back on its grid after its handler; a one-shot timer is invalidated. Everything due when the pass looked
+    /// fires in this pass; what a handler schedules for now waits for the next one.
     func fireDueTimers() {
-        guard let state = currentModeState, let first = timerHeap.first else { return }
+        guard let state = currentModeState else { return }
+        let nextTimer = timerHeap.first?.deadline ?? .max
+        let nextCallback = callbackTimers.first?.deadline ?? .max
+        guard min(nextTimer, nextCallback) != .max else { return }
         let now = MonotonicClock.now()
-        guard first.deadline <= now else { return }
+        guard min(nextTimer, nextCallback) <= now else { return }
         var due = timerArrays.take()
+        if nextTimer <= now { takeDueTimers(before: now, in: state, into: &due) }
+        var dueCallbacks = callbackArrays.take()
+        while let first = callbackTimers.first, first.deadline <= now {
+            let entry = callbackTimers.takeFirstAsDue()
+            if callbackRuns(modeID: callbackTimers.modeID(ofSlot: entry.slot), in: state) {
+                dueCallbacks.append(entry)
+            } else {
+                callbackTimers.park(entry)
+            }
+        }
+        // Both lists are in heap order: merge them, so timers and callbacks fire in one order.
+        var timerIndex = 0
+        var callbackIndex = 0
+        while timerIndex < due.count || callbackIndex < dueCallbacks.count {
+            if callbackIndex < dueCallbacks.count,
+                timerIndex == due.count || dueCallbacks[callbackIndex].precedes(due[timerIndex])
+            {
+                fire(dueCallbacks[callbackIndex])
+                callbackIndex += 1
+            } else {
+                fire(due[timerIndex], in: state)
+                timerIndex += 1
+            }
+        }
+        timerArrays.give(&due)
+        callbackArrays.give(&dueCallbacks)
+    }
+
+    private func takeDueTimers(before now: Int64, in state: ModeState, into due: inout [LoopTimer]) {
         while let timer = timerHeap.first, timer.deadline <= now {
             timerHeap.remove(timer)
             if timer.core.isIn(modeID: state.id) {
@@ -231,33 +265,40 @@ extension Loop {
                 parkedTimers.append(timer)
             }
         }
-        for timer in due {
-            guard timer.state == .due else { continue }  // Rescheduled, removed or invalidated meanwhile.
-            guard timer.isValid else {
-                timer.state = .idle
-                continue
-            }
-            // An earlier handler of this pass took the timer out of the running mode but not out of all its modes
-            // (CF fires it anyway): it waits, due, for one of its modes to run.
-            guard timer.core.isIn(modeID: state.id) else {
-                timer.state = .parked
-                parkedTimers.append(timer)
-                continue
-            }
-            timer.state = .firing
-            timer.handler(timer)
-            guard timer.state == .firing else { continue }  // The handler rescheduled or invalidated it.
-            if !timer.repeats {
-                timer.state = .idle
-                timer.invalidate()
-            } else if !timer.core.isInAnyMode {
-                timer.state = .idle
-            } else {
-                timer.deadline = nextGridTime(after: timer.deadline, interval: timer.intervalNanoseconds)
-                schedule(timer)
-            }
+    }
+
+    private func fire(_ timer: LoopTimer, in state: ModeState) {
+        guard timer.state == .due else { return }  // Rescheduled, removed or invalidated meanwhile.
+        guard timer.isValid else {
+            timer.state = .idle
+            return
         }
-        timerArrays.give(&due)
+        // An earlier handler of this pass took the timer out of the running mode but not out of all its modes
+        // (CF fires it anyway): it waits, due, for one of its modes to run.
+        guard timer.core.isIn(modeID: state.id) else {
+            timer.state = .parked
+            parkedTimers.append(timer)
+            return
+        }
+        timer.state = .firing
+        timer.handler(timer)
+        guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
+        if !timer.repeats {
+            timer.state = .idle
+            timer.invalidate()
+        } else if !timer.core.isInAnyMode {
+            timer.state = .idle
+        } else {
+            timer.deadline = nextGridTime(after: timer.deadline, interval: timer.intervalNanoseconds)
+            schedule(timer)
+        }
+    }
+
+    /// Runs a due callback unless an earlier handler of this pass cancelled it; its slot is free before it runs.
+    private func fire(_ entry: CallbackTimers.Entry) {
+        guard let freed = callbackTimers.takeForFiring(entry), let callback = freed.callback else { return }
+        finished(freed.slot)
+        callback.run()
     }
 
     /// The first time on `fired + k * interval` (k >= 1) that is later than now: missed fire times are skipped.

@@ -127,6 +127,9 @@ extension Loop {
 
     /// Puts back in play what was set aside while `state` was not running: parked timers and descriptors.
     func enter(_ state: ModeState) {
+        if !callbackTimers.parked.isEmpty {
+            callbackTimers.unpark { modeID in callbackRuns(modeID: modeID, in: state) }
+        }
         if !parkedTimers.isEmpty {
             var index = 0
             while index < parkedTimers.count {

@@ -52,6 +52,11 @@ public final class Loop: @unchecked Sendable {
     let mainQueueEnabled: Atomic<Bool>
     /// Whether runs keep going when nothing keeps them alive (``keepsRunningWhenEmpty``).
     let runsWhenEmpty = Atomic<Bool>(false)
+    /// A number no other loop of the process has, so a ``ScheduledCallback`` of one loop is ignored by another.
+    let serial: UInt32
+    private static let serials = Atomic<UInt32>(0)
+    /// Ids of callbacks scheduled from other threads (their slot is only known once the loop's thread applied them).
+    let remoteCallbackIDs = Atomic<UInt64>(0)
 
     // MARK: Loop thread only
 
@@ -69,6 +74,12 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var nextTimerSequence: UInt64 = 0
     /// Timers that came due while none of their modes was running.
     @exclusivity(unchecked) var parkedTimers: [LoopTimer] = []
+    /// One-shot callbacks (Loop+ScheduledCallback.swift).
+    @exclusivity(unchecked) var callbackTimers = CallbackTimers()
+    /// Callbacks scheduled from other threads, by id, while they wait to run.
+    @exclusivity(unchecked) var remoteCallbacks: [UInt64: (slot: Int32, generation: UInt32)] = [:]
+    /// Callbacks scheduled in ``Mode/common``: they keep every common mode's runs going.
+    @exclusivity(unchecked) var commonCallbackCount = 0
     /// Descriptor sources in the epoll set, by descriptor.
     @exclusivity(unchecked) var registrations: [CInt: FileDescriptorSource] = [:]
     /// Descriptor sources taken out of the epoll set because they were ready while none of their modes ran.
@@ -87,6 +98,7 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var inboxArrays = ArrayPool<Inbox.Entry>()
     @exclusivity(unchecked) var sourceArrays = ArrayPool<LoopSource>()
     @exclusivity(unchecked) var timerArrays = ArrayPool<LoopTimer>()
+    @exclusivity(unchecked) var callbackArrays = ArrayPool<CallbackTimers.Entry>()
     @exclusivity(unchecked) var readyArrays = ArrayPool<(FileDescriptorSource, FileDescriptorSource.Events)>()
     /// One epoll event buffer per nesting depth.
     @exclusivity(unchecked) var eventBuffers: [UnsafeMutableBufferPointer<epoll_event>] = []
@@ -102,6 +114,7 @@ public final class Loop: @unchecked Sendable {
             throw LoopError(error, context: "creating a loop's epoll set, eventfd and timerfd")
         }
         self.isMain = isMain
+        self.serial = Self.serials.add(1, ordering: .relaxed).newValue
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
         self.mainQueueEnabled = Atomic(isMain && poller.forkGeneration == 0)
         self.threadID = isMain ? getpid() : ThreadIdentity.currentThreadID()

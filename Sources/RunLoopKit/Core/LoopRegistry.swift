@@ -1,3 +1,4 @@
+import CRunLoopShims
 import Glibc
 import Synchronization
 
@@ -5,13 +6,15 @@ import Synchronization
 ///
 /// A slot belongs to one thread and is cleared by its destructor when the thread exits, so a later thread that
 /// happens to get the same `pthread_t` can never be handed the dead thread's loop (the mistake of keying a
-/// global dictionary by `pthread_t`). The main thread's loop also sits in a global, so other threads reach it.
+/// global dictionary by `pthread_t`). The main thread's loop also sits in a global, so other threads reach it. A
+/// plain thread-local pointer mirrors the slot (CurrentLoop.h), so asking for the current loop is a load, not a call.
 enum LoopRegistry {
     /// The slot; its destructor tears the thread's loop down when the thread exits.
     static let key: pthread_key_t = {
         var key = pthread_key_t()
         let status = pthread_key_create(&key) { pointer in
             guard let pointer else { return }
+            crunloop_set_current_loop(nil)  // As pthread_getspecific answers in a destructor: no loop any more.
             let loop = Unmanaged<Loop>.fromOpaque(pointer).takeRetainedValue()
             loop.tearDownOnThreadExit()
         }
@@ -24,14 +27,14 @@ enum LoopRegistry {
     /// The calling thread's loop if it has one, without creating it.
     @inline(__always)
     static func currentIfPresent() -> Loop? {
-        guard let pointer = pthread_getspecific(key) else { return nil }
+        guard let pointer = crunloop_current_loop() else { return nil }
         return Unmanaged<Loop>.fromOpaque(pointer).takeUnretainedValue()
     }
 
     /// Whether `loop` is the calling thread's loop.
     @inline(__always)
     static func isCurrent(_ loop: Loop) -> Bool {
-        if let pointer = pthread_getspecific(key) {
+        if let pointer = crunloop_current_loop() {
             return pointer == Unmanaged.passUnretained(loop).toOpaque()
         }
         // The main loop may have been created by another thread before the main thread touched it.
@@ -72,7 +75,9 @@ enum LoopRegistry {
     }
 
     private static func install(_ loop: Loop) {
-        let status = pthread_setspecific(key, Unmanaged.passRetained(loop).toOpaque())
+        let pointer = Unmanaged.passRetained(loop).toOpaque()
+        let status = pthread_setspecific(key, pointer)
         precondition(status == 0, "RunLoopKit: pthread_setspecific failed (\(status))")
+        crunloop_set_current_loop(pointer)
     }
 }

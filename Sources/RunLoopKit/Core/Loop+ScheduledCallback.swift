@@ -1,0 +1,169 @@
+import Synchronization
+
+/// One-shot callbacks: the cheap way to run something once at a time on a loop (NIO's `scheduleCallback`, libuv's
+/// embedded `uv_timer_t`). No object per callback: the loop keeps it in a reusable slot and answers a small value
+/// that names it, so scheduling and cancelling allocate nothing beyond the closure's own context. A ``LoopTimer``
+/// is still the tool for a repeating timer, for one that moves (``LoopTimer/setNextFireTime(_:)``), belongs to
+/// several modes or should not keep runs alive.
+///
+/// Firing follows a one-shot ``LoopTimer`` exactly: never before the fire time, at most `tolerance` after it when
+/// the loop is free, in order of (fire time + tolerance) with timers and callbacks scheduled at the same time
+/// firing in the order scheduled, at step 9 of the pass (``Loop/Activity/beforeTimers`` is announced for them), only
+/// while their mode runs (due in another mode, a callback waits for it). A scheduled callback keeps runs of its
+/// mode going, like a timer, until it fires or is cancelled.
+extension Loop {
+    /// A one-shot callback scheduled with ``Loop/schedule(at:tolerance:in:_:)``: a plain value naming it, to pass to
+    /// ``Loop/cancel(_:)``. Sendable; copying it costs nothing. A value names one callback only: once that fired or
+    /// was cancelled, cancelling it again does nothing, even after its slot was reused.
+    public struct ScheduledCallback: Hashable, Sendable {
+        /// The loop's ``Loop/serial``: a value of another loop is ignored by this one.
+        let loopSerial: UInt32
+        /// The callback's slot, or -1 for one scheduled from another thread (then `key` is its id).
+        let slot: Int32
+        /// The slot's generation, or the id of a callback scheduled from another thread.
+        let key: UInt64
+    }
+
+    /// Schedules `callback` to run once on the loop's thread at `fireTime` (or up to `tolerance` later), in `mode`
+    /// (or whichever common mode runs, for ``Mode/common``). Safe from any thread.
+    ///
+    /// On the loop's thread this allocates nothing but the closure's context (nothing at all for a closure that
+    /// captures nothing, once the loop's table has grown to the number of callbacks alive at once). From another
+    /// thread the callback reaches the loop before its next pass, and the loop is woken to arm its timer. A fire
+    /// time in the past runs the callback at the next pass of `mode`.
+    /// - Returns: The value naming the callback, for ``cancel(_:)``.
+    /// - Throws: ``LoopError/Code/invalidTolerance`` for a negative tolerance or one above
+    ///   ``LoopTimer/maximumInterval``; ``LoopError/Code/loopTerminated`` once the loop's thread has exited (or
+    ///   for a loop made before `fork()`, in the child).
+    @discardableResult
+    public func schedule(
+        at fireTime: Instant,
+        tolerance: Duration = .zero,
+        in mode: Mode = .default,
+        _ callback: @escaping @Sendable () -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        var toleranceNanoseconds: Int64 = 0
+        if tolerance != .zero {
+            guard tolerance > .zero && tolerance <= LoopTimer.maximumInterval else {
+                throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
+            }
+            toleranceNanoseconds = tolerance.saturatingNanoseconds
+        }
+        guard !terminated.load(ordering: .acquiring) else {
+            throw LoopError(.loopTerminated, message: "the loop's thread has exited")
+        }
+        let deadline = fireTime.nanoseconds
+        if isCurrent {
+            let (slot, generation) = insertCallback(
+                deadline: deadline, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, callback)
+            return ScheduledCallback(loopSerial: serial, slot: slot, key: UInt64(generation))
+        }
+        guard !createdBeforeFork else {
+            throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
+        }
+        let id = remoteCallbackIDs.add(1, ordering: .relaxed).newValue
+        let posted = inbox.post(
+            .change { [self, toleranceNanoseconds] in
+                let (slot, generation) = insertCallback(
+                    deadline: deadline, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, callback)
+                remoteCallbacks[id] = (slot, generation)
+            })
+        guard posted else { throw LoopError(.loopTerminated, message: "the loop's thread has exited") }
+        poller.wakeIfSleeping()
+        return ScheduledCallback(loopSerial: serial, slot: -1, key: id)
+    }
+
+    /// Schedules `callback` to run once `delay` from now; see ``schedule(at:tolerance:in:_:)``. Safe from any thread.
+    @discardableResult
+    public func schedule(
+        after delay: Duration,
+        tolerance: Duration = .zero,
+        in mode: Mode = .default,
+        _ callback: @escaping @Sendable () -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback)
+    }
+
+    /// Cancels a scheduled callback that has not run yet, releasing its closure. Safe from any thread.
+    ///
+    /// On the loop's thread the callback will not run once this returns (also when called by another callback or
+    /// timer of the same pass). From another thread the cancellation reaches the loop before its next pass: a
+    /// callback already running, or due and fired before that, still runs (as with ``LoopTimer/invalidate()`` there
+    /// is no waiting for the loop). A callback that already ran or was cancelled, or one of another loop, is
+    /// ignored.
+    public func cancel(_ callback: ScheduledCallback) {
+        guard callback.loopSerial == serial else { return }
+        if isCurrent {
+            cancelNow(callback)
+        } else if !terminated.load(ordering: .acquiring) {
+            if inbox.post(.change { [self] in cancelNow(callback) }) { poller.wakeIfSleeping() }
+        }
+    }
+
+    // MARK: Loop thread
+
+    /// Whether `callback` is still waiting to run. Loop thread only (for tests).
+    func isScheduled(_ callback: ScheduledCallback) -> Bool {
+        guard callback.loopSerial == serial else { return false }
+        guard let (slot, generation) = slotAndGeneration(of: callback) else { return false }
+        return callbackTimers.isScheduled(slot: slot, generation: generation)
+    }
+
+    private func insertCallback(
+        deadline: Int64,
+        tolerance: Int64,
+        mode: Mode,
+        remoteID: UInt64,
+        _ callback: @escaping @Sendable () -> Void
+    ) -> (slot: Int32, generation: UInt32) {
+        let modeID: Int32
+        if mode == .default {
+            modeID = 0  // The loop's first mode, made with it.
+        } else if mode == .common {
+            modeID = CallbackTimers.commonModeID
+        } else {
+            modeID = Int32(self.mode(named: mode).id)
+        }
+        countCallback(inMode: modeID, by: 1)
+        let sequence = nextTimerSequence
+        nextTimerSequence &+= 1
+        return callbackTimers.insert(
+            deadline: deadline, latest: deadline.addingSaturating(tolerance), sequence: sequence, modeID: modeID,
+            remoteID: remoteID, callback: callback)
+    }
+
+    private func slotAndGeneration(of callback: ScheduledCallback) -> (Int32, UInt32)? {
+        if callback.slot >= 0 { return (callback.slot, UInt32(truncatingIfNeeded: callback.key)) }
+        guard let found = remoteCallbacks[callback.key] else { return nil }
+        return (found.slot, found.generation)
+    }
+
+    private func cancelNow(_ callback: ScheduledCallback) {
+        guard let (slot, generation) = slotAndGeneration(of: callback),
+            let freed = callbackTimers.cancel(slot: slot, generation: generation)
+        else { return }
+        finished(freed.slot)
+        // `freed.callback` is released on return, now that the table is consistent again.
+    }
+
+    /// Books a callback's end (fired or cancelled): its mode's keep-alive count, and its remote id.
+    func finished(_ state: CallbackTimers.Slot) {
+        countCallback(inMode: state.modeID, by: -1)
+        if state.remoteID != 0 { remoteCallbacks[state.remoteID] = nil }
+    }
+
+    /// Scheduled callbacks keep runs of their mode going: they count in its keep-alive count (or, for the common
+    /// modes, in ``commonCallbackCount``).
+    private func countCallback(inMode modeID: Int32, by delta: Int) {
+        if modeID == CallbackTimers.commonModeID {
+            commonCallbackCount += delta
+        } else {
+            modeList[Int(modeID)].adjustKeepAliveCount(by: delta)
+        }
+    }
+
+    /// Whether the callback of mode `modeID` may fire in a run of `state`.
+    func callbackRuns(modeID: Int32, in state: ModeState) -> Bool {
+        modeID == CallbackTimers.commonModeID ? state.isCommon : modeID == Int32(state.id)
+    }
+}
