@@ -190,7 +190,9 @@ extension Loop {
         let core = item.core
         guard core.isValid, !core.isIn(modeID: state.id) else { return }
         // `keepsRunAlive` set before it was added here, or from another thread: count it as asked.
-        if core.keepsRunAlive != core.keepsRunAliveRequested.load(ordering: .relaxed) { applyKeepsRunAlive(item) }
+        if core.countsTowardKeepAlive != core.keepsRunAliveRequested.load(ordering: .relaxed) {
+            applyKeepsRunAlive(item)
+        }
         core.memberships.insert(ItemCore.Membership(modeID: state.id, slot: state.insert(item)))
         core.publishMembership(modeID: state.id, present: true)
         switch item {
@@ -240,7 +242,8 @@ extension Loop {
         onLoopThread(with: UncheckedItem(item)) { loop, item in loop.detachNow(item.item) }
     }
 
-    private func detachNow(_ item: AnyItem) {
+    /// Invalidation's work on the loop's thread (``detachEverywhere(_:)``). Loop thread only.
+    func detachNow(_ item: AnyItem) {
         if item.core.isCommon {
             commonItems[item.identity] = nil
             item.core.isCommon = false

@@ -33,8 +33,8 @@ extension Loop {
         if case .observer = item { return }
         let core = item.core
         let wanted = core.keepsRunAliveRequested.load(ordering: .acquiring)
-        guard core.keepsRunAlive != wanted else { return }
-        core.keepsRunAlive = wanted
+        guard core.countsTowardKeepAlive != wanted else { return }
+        core.countsTowardKeepAlive = wanted
         core.memberships.forEach { modeList[$0.modeID].adjustKeepAliveCount(by: wanted ? 1 : -1) }
     }
 }

@@ -285,7 +285,8 @@ extension Loop {
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
         if !timer.repeats {
             timer.state = .idle
-            timer.invalidate()
+            // `invalidate()` without its trip through the any-thread path: this is the loop's thread.
+            if timer.core.markInvalid() { detachNow(.timer(timer)) }
         } else if !timer.core.isInAnyMode {
             timer.state = .idle
         } else {

@@ -76,14 +76,14 @@ final class ModeState {
 
     /// Appends `item` (counting it if it keeps runs alive); answers its slot.
     private func append<Item: ModeItem>(_ item: Item, to items: inout [Item]) -> Int {
-        if item.core.keepsRunAlive { keepAliveCount += 1 }
+        if item.core.countsTowardKeepAlive { keepAliveCount += 1 }
         items.append(item)
         return items.count - 1
     }
 
     /// Fills the hole at `slot` with the last item and tells that item its new slot.
     private func removeSwapping<Item: ModeItem>(at slot: Int, from items: inout [Item]) {
-        if items[slot].core.keepsRunAlive { keepAliveCount -= 1 }
+        if items[slot].core.countsTowardKeepAlive { keepAliveCount -= 1 }
         let last = items.removeLast()
         guard slot < items.count else { return }
         items[slot] = last

@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// Threading: ``invalidate()``, ``isValid`` and ``events`` (get and set) are safe from any thread; the handler runs on
 /// the loop's thread. A source belongs to at most one loop, in any number of its modes.
-public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mutable state is loop-thread confined.
+public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unchecked: mutable state is loop-thread confined.
     /// Readiness conditions.
     public struct Events: OptionSet, Hashable, Sendable, CustomStringConvertible {
         /// The bits.
@@ -66,7 +66,6 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
     /// Among descriptors ready in the same pass, lower orders are handled first.
     public let order: Int
 
-    let core = ItemCore()
     let handler: @Sendable (FileDescriptorSource, Events) -> Void
     /// The bits of ``events``, as last set.
     private let watchedEvents: Atomic<UInt32>
@@ -164,9 +163,6 @@ public final class FileDescriptorSource: @unchecked Sendable {  // Unchecked: mu
             core.owner?.onLoopThread(with: self) { loop, source in loop.applyWatchedEvents(source) }
         }
     }
-
-    /// Whether the source can still be added and handled. Safe from any thread.
-    public var isValid: Bool { core.isValid }
 
     /// Whether this descriptor source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for
     /// one that should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run

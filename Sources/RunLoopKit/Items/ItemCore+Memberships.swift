@@ -1,3 +1,6 @@
+/// The loop's name for an item's shared part (``LoopItem``), as seen through `item.core`.
+typealias ItemCore = LoopItem
+
 extension ItemCore {
     /// Where the item sits in one mode: the mode's id, and the item's index in that mode's array of its kind.
     struct Membership {

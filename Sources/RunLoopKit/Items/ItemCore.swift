@@ -1,10 +1,14 @@
 import Synchronization
 
-/// What every item (source, descriptor source, timer, observer) keeps about its place in a loop.
+/// What every run-loop item (``LoopSource``, ``FileDescriptorSource``, ``LoopTimer``, ``LoopObserver``) shares: whether
+/// it is still valid, and, inside RunLoopKit, which loop it belongs to and where it sits in that loop's modes.
 ///
-/// Threading: ``owner`` and ``isValid`` are atomics, safe from any thread. The rest is confined to the owning
-/// loop's thread (it is only touched by the loop after the item was bound to it).
-final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined, see above.
+/// The base class of the four item classes; it cannot be subclassed or made outside RunLoopKit. It is one object with
+/// its item, so making an item allocates once.
+///
+/// Threading: ``isValid`` and the owner are atomics, safe from any thread. The rest is confined to the owning loop's
+/// thread (it is only touched by the loop after the item was bound to it).
+public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined, see above.
     /// The loop the item belongs to, as the bits of a retained reference (0 while unbound), released in `deinit`.
     /// Set by the first `add`, and changed only when that loop's thread exited and released its items (then the
     /// item joins another loop). A plain word rather than `AtomicLazyReference<Loop>`, whose generic calls are not
@@ -32,14 +36,25 @@ final class ItemCore: @unchecked Sendable {  // Unchecked: mutable fields are lo
     /// Whether the item keeps runs of its modes going, as asked from any thread (``LoopSource/keepsRunAlive``).
     let keepsRunAliveRequested = Atomic<Bool>(true)
     /// The value its modes' keep-alive counts reflect. Loop thread only.
-    var keepsRunAlive = true
+    final var countsTowardKeepAlive = true
 
-    /// Sequentially consistent, like ``markInvalid()``: a descriptor source's registration and invalidation check
-    /// each other this way (``Loop/removeRegistration(of:)``). As cheap as an acquiring load on x86-64 and ARMv8.
-    var isValid: Bool { valid.load(ordering: .sequentiallyConsistent) }
+    init() {}
+
+    /// Whether the item can still be added to a loop and called: false once it was invalidated (or, for a timer,
+    /// once a one-shot timer fired). Safe from any thread.
+    public final var isValid: Bool {
+        // Sequentially consistent, like `markInvalid()`: a descriptor source's registration and invalidation check
+        // each other this way (`Loop.removeRegistration(of:)`). As cheap as an acquiring load on x86-64 and ARMv8.
+        valid.load(ordering: .sequentiallyConsistent)
+    }
+
+    /// The item's shared part: itself (kept so the loop's code reads `item.core.…`).
+    final var core: ItemCore {
+        @inline(__always) get { self }
+    }
 
     /// Marks the item invalid; answers whether this call did it (false if it was already invalid).
-    func markInvalid() -> Bool {
+    final func markInvalid() -> Bool {
         valid.exchange(false, ordering: .sequentiallyConsistent)
     }
 

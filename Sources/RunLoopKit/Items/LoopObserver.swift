@@ -5,7 +5,7 @@
 ///
 /// Threading: ``invalidate()`` and ``isValid`` are safe from any thread; the handler runs on the loop's thread.
 /// An observer belongs to at most one loop.
-public final class LoopObserver: @unchecked Sendable {  // Unchecked: `isFiring` is loop-thread confined.
+public final class LoopObserver: LoopItem, @unchecked Sendable {  // Unchecked: `isFiring` is loop-thread confined.
     /// The activities the observer is called at.
     public let activities: Loop.Activity
     /// Whether the observer stays after its first call (false: invalidated right after it).
@@ -13,7 +13,6 @@ public final class LoopObserver: @unchecked Sendable {  // Unchecked: `isFiring`
     /// Lower orders are called first.
     public let order: Int
 
-    let core = ItemCore()
     let handler: @Sendable (Loop.Activity) -> Void
     /// True while the handler runs, so nested runs skip it (as CF does). Loop thread only.
     nonisolated(unsafe) var isFiring = false
@@ -36,9 +35,6 @@ public final class LoopObserver: @unchecked Sendable {  // Unchecked: `isFiring`
         self.order = order
         self.handler = handler
     }
-
-    /// Whether the observer can still be added and called. Safe from any thread.
-    public var isValid: Bool { core.isValid }
 
     /// Removes the observer from every mode of its loop for good. Safe from any thread.
     ///

@@ -11,11 +11,10 @@ import Synchronization
 /// Differences from CF: ``signal()`` also wakes the loop if it sleeps (CF needs a separate `CFRunLoopWakeUp`),
 /// and the schedule and cancel handlers run on the loop's thread (CF runs them on whichever thread adds or
 /// removes), so they never race the perform handler.
-public final class LoopSource: @unchecked Sendable {  // Unchecked: see `queued` and `nextSignalled`.
+public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: see `queued` and `nextSignalled`.
     /// Where the source runs among signalled sources of the same pass: lower first.
     public let order: Int
 
-    let core = ItemCore()
     let performHandler: @Sendable (LoopSource) -> Void
     let scheduleHandler: (@Sendable (Loop, Loop.Mode) -> Void)?
     let cancelHandler: (@Sendable (Loop, Loop.Mode) -> Void)?
@@ -79,9 +78,6 @@ public final class LoopSource: @unchecked Sendable {  // Unchecked: see `queued`
 
     /// Whether the source is signalled and not yet performed. Safe from any thread; the answer may be stale.
     public var isSignalled: Bool { signalled.load(ordering: .relaxed) }
-
-    /// Whether the source can still be added and performed. Safe from any thread.
-    public var isValid: Bool { core.isValid }
 
     /// Whether this source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one that
     /// should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run whose mode

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// Differences from CF: the tolerance is honoured (CF on Linux ignores it), and re-arming from inside the
 /// handler also works for a one-shot timer (CF ignores it there).
-public final class LoopTimer: @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined.
+public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined.
     /// The longest interval or tolerance accepted: CF's limit, about 16 years.
     public static let maximumInterval: Duration = .seconds(504_911_232)
 
@@ -23,7 +23,6 @@ public final class LoopTimer: @unchecked Sendable {  // Unchecked: mutable field
     /// Kept for CF parity and shown in descriptions; like CF, firing order does not depend on it.
     public let order: Int
 
-    let core = ItemCore()
     let handler: @Sendable (LoopTimer) -> Void
     let intervalNanoseconds: Int64
     let toleranceNanoseconds: Int64
@@ -111,9 +110,6 @@ public final class LoopTimer: @unchecked Sendable {  // Unchecked: mutable field
         get { deadlineStorage.load(ordering: .relaxed) }
         set { deadlineStorage.store(newValue, ordering: .relaxed) }
     }
-
-    /// Whether the timer can still fire. Safe from any thread.
-    public var isValid: Bool { core.isValid }
 
     /// Whether this timer keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one that
     /// should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run whose mode
