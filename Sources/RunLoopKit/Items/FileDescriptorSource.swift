@@ -12,9 +12,9 @@ import Synchronization
 /// The source does not own the descriptor: invalidate the source before closing the descriptor. If the
 /// descriptor is closed anyway and its number reused, the old source never sees the new descriptor's events.
 ///
-/// Threading: ``invalidate()``, ``isValid`` and ``events`` (get and set) are safe from any thread; the handler runs on
+/// Threading: ``invalidate()``, ``LoopItem/isValid`` and ``events`` (get and set) are safe from any thread; the handler runs on
 /// the loop's thread. A source belongs to at most one loop, in any number of its modes.
-public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unchecked: mutable state is loop-thread confined.
+public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unchecked: loop-thread confined state.
     /// Readiness conditions.
     public struct Events: OptionSet, Hashable, Sendable, CustomStringConvertible {
         /// The bits.

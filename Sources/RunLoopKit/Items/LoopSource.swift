@@ -5,7 +5,7 @@ import Synchronization
 /// Signals coalesce: however many ``signal()`` calls arrive before the loop gets to the source, its perform
 /// handler runs once. Among several signalled sources the loop performs lower ``order`` first, then earlier signals.
 ///
-/// Threading: ``signal()``, ``invalidate()`` and ``isValid`` are safe from any thread. All three handlers run on
+/// Threading: ``signal()``, ``invalidate()`` and ``LoopItem/isValid`` are safe from any thread. All three handlers run on
 /// the loop's thread. A source belongs to at most one loop (it may sit in several of that loop's modes).
 ///
 /// Differences from CF: ``signal()`` also wakes the loop if it sleeps (CF needs a separate `CFRunLoopWakeUp`),

@@ -7,7 +7,7 @@ import Synchronization
 /// fire times were missed (a long callout, a mode that was not running) fires once and then keeps to its
 /// original grid: missed times are skipped, never piled up. A one-shot timer is invalidated after it fires.
 ///
-/// Threading: ``setNextFireTime(_:)``, ``invalidate()``, ``nextFireTime`` and ``isValid`` are safe from any thread;
+/// Threading: ``setNextFireTime(_:)``, ``invalidate()``, ``nextFireTime`` and ``LoopItem/isValid`` are safe from any thread;
 /// the handler runs on the loop's thread. A timer belongs to at most one loop, in any number of its modes.
 ///
 /// Differences from CF: the tolerance is honoured (CF on Linux ignores it), and re-arming from inside the
