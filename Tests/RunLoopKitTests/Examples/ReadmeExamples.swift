@@ -54,6 +54,16 @@ enum ReadmeExamples {
         return ticks.load(ordering: .relaxed)
     }
 
+    /// "A one-shot timeout": answers whether the timeout ran (it must not: the reply came first).
+    static func oneShotTimeout() throws -> Bool {
+        let loop = Loop.current
+        let timedOut = Atomic<Bool>(false)
+        let timeout = try loop.schedule(after: .seconds(5)) { timedOut.store(true, ordering: .relaxed) }
+        try loop.schedule(after: .milliseconds(10)) { loop.cancel(timeout) }  // the reply came in time
+        loop.run()  // returns once nothing is scheduled any more
+        return timedOut.load(ordering: .relaxed)
+    }
+
     /// "A descriptor source".
     static func descriptorSource() throws {
         var ends: [CInt] = [0, 0]

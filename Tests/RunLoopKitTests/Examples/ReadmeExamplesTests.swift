@@ -72,6 +72,11 @@ import Testing
         #expect((3...12).contains(ticks))
     }
 
+    @Test func theCancelledTimeoutNeverRunsAndTheRunEnds() throws {
+        let timedOut = try TestThread.value { try ReadmeExamples.oneShotTimeout() }
+        #expect(!timedOut)
+    }
+
     @Test func theDescriptorSourceReadsThePipe() throws {
         try TestThread.value { try ReadmeExamples.descriptorSource() }
     }
