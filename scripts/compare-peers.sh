@@ -3,7 +3,8 @@
 # on the peer programs under scripts/peers/ (limit, libuv, nio, nio-cb, foundation), each cell the median of N fresh
 # processes run in alternation (round r: every peer once, then round r+1). Builds everything first (release).
 #
-# Usage: scripts/compare-peers.sh [--quick] [--runs N] [--peers "limit libuv nio nio-cb foundation runloopkit runloopkit-lt"]
+# Usage: scripts/compare-peers.sh [--quick] [--runs N]
+#            [--peers "limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb"]
 #                                 [--no-write]
 #   --quick     smoke run: every size ÷ 10 (W4's live window stays 10,000); the table is printed, Docs are left alone
 #   --runs N    processes per cell (default 3)
@@ -22,7 +23,7 @@ fi
 
 quick=()
 runs=3
-peers="limit libuv nio nio-cb foundation runloopkit runloopkit-lt"
+peers="limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb"
 write=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -51,7 +52,7 @@ done
 read -r -a peer_list <<<"$peers"
 for peer in "${peer_list[@]}"; do
     case "$peer" in
-    limit | libuv | nio | nio-cb | foundation | runloopkit | runloopkit-lt) ;;
+    limit | libuv | nio | nio-cb | foundation | runloopkit | runloopkit-lt | runloopkit-cb) ;;
     *) echo "compare-peers: unknown peer '$peer'" >&2; exit 2 ;;
     esac
 done
@@ -111,11 +112,12 @@ if has_peer foundation; then
     log "building scripts/peers/foundation-bench (release)"
     (cd scripts/peers/foundation-bench && swift build -c release --scratch-path .build-release >&2) || broken[foundation]=1
 fi
-if has_peer runloopkit || has_peer runloopkit-lt; then
+if has_peer runloopkit || has_peer runloopkit-lt || has_peer runloopkit-cb; then
     log "building loop-bench (release)"
     swift build -c release --scratch-path .build-bench --product loop-bench >&2 || {
         broken[runloopkit]=1
         broken[runloopkit-lt]=1
+        broken[runloopkit-cb]=1
     }
 fi
 built=$(date +%s)
@@ -136,7 +138,10 @@ command_for() { # peer, workload
         echo "${pin[*]} scripts/peers/nio-bench/.build-release/release/nio-bench --callbacks $workload ${quick[*]}" ;;
     foundation) echo "${pin[*]} scripts/peers/foundation-bench/.build-release/release/foundation-bench $workload ${quick[*]}" ;;
     runloopkit) echo "${pin[*]} .build-bench/release/loop-bench $workload --runs 1 ${quick[*]}" ;;
-    runloopkit-lt) [[ "$workload" == W2 ]] && echo "${pin[*]} .build-bench/release/loop-bench W2t --runs 1 ${quick[*]}" ;;
+    runloopkit-lt) [[ "$workload" == W1 || "$workload" == W2 ]] &&
+        echo "${pin[*]} .build-bench/release/loop-bench ${workload}t --runs 1 ${quick[*]}" ;;
+    runloopkit-cb) [[ "$workload" == W3 || "$workload" == W4 ]] &&
+        echo "${pin[*]} .build-bench/release/loop-bench ${workload}c --runs 1 ${quick[*]}" ;;
     esac
 }
 
@@ -152,7 +157,7 @@ for workload in "${workloads[@]}"; do
             log "$workload round $round/$runs: $peer"
             # shellcheck disable=SC2086
             if timeout 600 $cmd >"$work/out" 2>"$work/err"; then
-                grep -E '^W[0-9]t?(@cpu[0-9]+)? [a-z0-9_]+ -?[0-9.]+$' "$work/out" |
+                grep -E '^W[0-9][tc]?(@cpu[0-9]+)? [a-z0-9_]+ -?[0-9.]+$' "$work/out" |
                     awk -v w="$workload" -v p="$peer" '{ print w, p, $2, $3 }' >>"$results"
             else
                 log "$workload $peer FAILED (round $round): $(tail -n 3 "$work/err" "$work/out" | tr '\n' ' ')"
@@ -204,7 +209,8 @@ table="$work/table.md"
     echo "  Build $((built - started)) s, runs $((finished - built)) s."
     echo "- Ratios are RunLoopKit's (\`runloopkit\`) figure ÷ the other's: above 1 is better for throughput, below 1"
     echo "  for everything else. \"best peer\" is the best non-RunLoopKit column of the row. n/a: the peer does not differ"
-    echo "  from another column there (\`nio-cb\` from \`nio\` outside W3/W4, \`runloopkit-lt\` from \`runloopkit\` outside W2)."
+    echo "  from another column there (\`nio-cb\` from \`nio\` outside W3/W4, \`runloopkit-lt\` (\`LoopThread.perform\`) from"
+    echo "  \`runloopkit\` outside W1/W2, \`runloopkit-cb\` (one-shot callbacks, \`Loop.schedule(at:)\`) outside W3/W4)."
     echo
     header="| workload | metric | unit |"
     rule="|---|---|---|"
