@@ -2,6 +2,7 @@
 # Counts heap allocations per loop pass: runs loop-bench's pass-cost workload (P) under valgrind twice, with N and
 # 2N passes, and divides the difference in valgrind's "total heap usage" allocation count by the extra passes.
 # Set-up, warm-up and tear-down are the same in both runs, so they cancel out; what is left is the steady state.
+# P runs with --in-process: valgrind counts this process only, and loop-bench would otherwise run P in a child.
 #
 # Usage: scripts/alloc-check.sh [path/to/loop-bench]   (default: builds it in release mode first)
 # Environment: ALLOC_CHECK_PASSES (N, default 5000). Exits 1 when a pass allocates (more than 1 per 100 passes).
@@ -20,7 +21,7 @@ passes="${ALLOC_CHECK_PASSES:-5000}"
 # allocations PASSES: the allocation count of one P run with PASSES passes (each of its two measurements).
 allocations() {
     local output
-    output=$(LOOP_BENCH_PASSES="$1" valgrind --tool=memcheck --leak-check=no "$binary" P --runs 1 2>&1) || {
+    output=$(LOOP_BENCH_PASSES="$1" valgrind --tool=memcheck --leak-check=no "$binary" P --runs 1 --in-process 2>&1) || {
         echo "$output" >&2
         echo "alloc-check: loop-bench P failed under valgrind" >&2
         exit 1

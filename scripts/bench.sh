@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds loop-bench in release mode and runs the five workloads of Docs/Benchmarks.md, then W1 again pinned to
-# one CPU (W1@cpu0). Usage: scripts/bench.sh [output-file] [loop-bench options, e.g. --runs 5 or --quick]
+# Builds loop-bench in release mode and runs every workload of Docs/Benchmarks.md (W1–W5, ours, and the scaling
+# tables S1–S3), each run in a fresh process, then W1 again pinned to one CPU (W1@cpu0; the children inherit it). Usage: scripts/bench.sh [output-file] [loop-bench options, e.g. --runs 5 or --quick]
 # Without an output file (or with "-") the results go to stdout. Progress goes to stderr.
 set -euo pipefail
 

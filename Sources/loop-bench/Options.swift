@@ -1,4 +1,4 @@
-/// The command line: `loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|all] [--runs N] [--quick]`.
+/// The command line: `loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|S1|S2|S3|all] [--runs N] [--quick] [--in-process]`.
 struct Options {
     /// The workloads to run, in order.
     var workloads: [any Benchmark.Type] = Options.allWorkloads
@@ -6,6 +6,10 @@ struct Options {
     var runs = 3
     /// Divides every size by 10, for smoke runs.
     var quick = false
+    /// Runs every repetition in this process instead of a fresh one (for valgrind and callgrind).
+    var inProcess = false
+    /// Set by the hidden `--one-run ID`: this process is a child run of that one workload (``OneRun``).
+    var oneRun: (any Benchmark.Type)?
 
     /// Every workload, in id order.
     static var allWorkloads: [any Benchmark.Type] {
@@ -22,20 +26,26 @@ struct Options {
             PassCostBenchmark.self,
             MainActorBenchmark.self,
             ActorHopBenchmark.self,
+            SourceScalingBenchmark.self,
+            TimerScalingBenchmark.self,
+            WakeScalingBenchmark.self,
         ]
     }
 
     static let usage = """
-        usage: loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|all]... [--runs N] [--quick]
-          W1 ping-pong, W2 fan-in (W2t: through LoopThread.perform), W3 timers, W4 churn (W3c, W4c: with one-shot
-          callbacks, Loop.schedule(at:)), W5 wake latency
+        usage: loop-bench [W1|W1t|W2|W2t|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S3|all]... [--runs N] [--quick] [--in-process]
+          W1 ping-pong, W2 fan-in (W1t, W2t: through LoopThread.perform), W3 timers, W4 churn (W3c, W4c: with
+          one-shot callbacks, Loop.schedule(at:)), W5 wake latency
           (Docs/Benchmarks.md),
           F footprint per idle loop (descriptors, resident bytes), P pass cost (1 vs 10,000 idle items),
           M @MainActor round trip on Loop.main,
-          A actor hop (an actor on a loop vs Loop.perform and the default executor);
+          A actor hop (an actor on a loop vs Loop.perform and the default executor),
+          S1 pass cost vs 1/100/10,000 registered sources, S2 timer churn vs 1k/10k/100k/1M live timers,
+          S3 wake cost vs 1/10/100/1,000 loops;
           default: all
-          --runs N   runs per workload, median reported (default 3)
-          --quick    sizes divided by 10, for smoke runs
+          --runs N       runs per workload, median reported (default 3)
+          --quick        sizes divided by 10, for smoke runs
+          --in-process   every run in this process (default: each run in a fresh process; for valgrind)
         """
 
     /// Parses `arguments` (without the program name).
@@ -48,6 +58,13 @@ struct Options {
             switch argument {
             case "--quick":
                 quick = true
+            case "--in-process":
+                inProcess = true
+            case OneRun.flag:
+                guard let id = remaining.popFirst(), let workload = Self.workload(named: id) else {
+                    throw BenchmarkFailure("\(OneRun.flag) needs a workload id\n\(Self.usage)")
+                }
+                oneRun = workload
             case "--runs":
                 guard let value = remaining.popFirst().flatMap(Int.init), value > 0 else {
                     throw BenchmarkFailure("--runs needs a positive number\n\(Self.usage)")
@@ -58,12 +75,17 @@ struct Options {
             case let name where name.lowercased() == "all":
                 chosen.append(contentsOf: Self.allWorkloads)
             case let name:
-                guard let workload = Self.allWorkloads.first(where: { $0.id.lowercased() == name.lowercased() }) else {
+                guard let workload = Self.workload(named: name) else {
                     throw BenchmarkFailure("unknown argument '\(name)'\n\(Self.usage)")
                 }
                 chosen.append(workload)
             }
         }
         if !chosen.isEmpty { workloads = chosen }
+    }
+
+    /// The workload whose id is `name`, ignoring case.
+    private static func workload(named name: String) -> (any Benchmark.Type)? {
+        allWorkloads.first { $0.id.lowercased() == name.lowercased() }
     }
 }

@@ -12,7 +12,10 @@ enum Report {
         let kernel = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let machine = withUnsafeBytes(of: &name.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         print("# loop-bench: RunLoopKit workloads (Docs/Benchmarks.md)")
-        print("# runs \(options.runs) (median shown)\(options.quick ? ", --quick: sizes / 10" : "")")
+        print(
+            "# runs \(options.runs) (median shown), "
+                + (options.inProcess ? "all in this process (--in-process)" : "each in a fresh process")
+                + (options.quick ? ", --quick: sizes / 10" : ""))
         print(
             "# kernel \(kernel) \(machine), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs online, "
                 + "affinity \(Affinity.description)\(labelSuffix.isEmpty ? "" : " (ids get \(labelSuffix))")")

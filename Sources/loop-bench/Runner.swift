@@ -1,4 +1,7 @@
-/// Runs one workload `runs` times, each on a fresh instance, and collects its metrics and phase times.
+/// Runs one workload `runs` times and collects its metrics and phase times.
+///
+/// Each run is a fresh process (``ChildRun``), as the peers are run, unless `inProcess`: then every run is a fresh
+/// instance in this process (for valgrind and callgrind, which would otherwise have to follow the children).
 struct Runner {
     /// What one workload gave over all its runs.
     struct Outcome {
@@ -22,6 +25,8 @@ struct Runner {
 
     let runs: Int
     let scale: Int
+    /// Whether the runs share this process instead of each getting a fresh one.
+    let inProcess: Bool
     /// Appended to each id when the process is pinned to one CPU (`taskset -c 0` gives `@cpu0`).
     let labelSuffix: String
 
@@ -33,30 +38,41 @@ struct Runner {
         var tearDownTimes: [Double] = []
         let label = workload.id + labelSuffix
         for index in 1...runs {
-            Report.progress("\(label) \(workload.title): run \(index)/\(runs)")
-            let benchmark = workload.init(scale: scale)
-            let t0 = Clock.monotonic()
-            try benchmark.setUp()
-            let t1 = Clock.monotonic()
-            let metrics: [Metric]
-            do {
-                metrics = try benchmark.run()
-            } catch {
-                benchmark.tearDown()
-                throw error
-            }
-            let t2 = Clock.monotonic()
-            benchmark.tearDown()
-            let t3 = Clock.monotonic()
+            Report.progress("\(label) \(workload.title): run \(index)/\(runs)\(inProcess ? " (in process)" : "")")
+            let (metrics, phases) =
+                inProcess
+                ? try Self.runOnce(workload, scale: scale)
+                : try ChildRun.run(id: workload.id, quick: scale != 1)
             results.append(metrics)
-            setUpTimes.append(Double(t1 - t0) / 1e6)
-            runTimes.append(Double(t2 - t1) / 1e6)
-            tearDownTimes.append(Double(t3 - t2) / 1e6)
+            setUpTimes.append(phases.setUp)
+            runTimes.append(phases.run)
+            tearDownTimes.append(phases.tearDown)
         }
         return Outcome(
             label: label,
             runs: results,
             phases: (Percentile.median(setUpTimes), Percentile.median(runTimes), Percentile.median(tearDownTimes))
         )
+    }
+
+    /// Runs `workload` once in this process, on a fresh instance: answers its metrics and its phase times in ms.
+    static func runOnce(
+        _ workload: any Benchmark.Type, scale: Int
+    ) throws -> (metrics: [Metric], phases: (setUp: Double, run: Double, tearDown: Double)) {
+        let benchmark = workload.init(scale: scale)
+        let t0 = Clock.monotonic()
+        try benchmark.setUp()
+        let t1 = Clock.monotonic()
+        let metrics: [Metric]
+        do {
+            metrics = try benchmark.run()
+        } catch {
+            benchmark.tearDown()
+            throw error
+        }
+        let t2 = Clock.monotonic()
+        benchmark.tearDown()
+        let t3 = Clock.monotonic()
+        return (metrics, (Double(t1 - t0) / 1e6, Double(t2 - t1) / 1e6, Double(t3 - t2) / 1e6))
     }
 }

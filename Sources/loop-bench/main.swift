@@ -1,6 +1,7 @@
 import Glibc
 
-// loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|all] [--runs N] [--quick]: runs the workloads of Docs/Benchmarks.md and prints a
+// loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|S1|S2|S3|all] [--runs N] [--quick] [--in-process]: runs the workloads of
+// Docs/Benchmarks.md, each run in a fresh process (this binary again, with the hidden --one-run flag), and prints a
 // table plus one machine-readable line per metric. Exits 1 if a workload fails its own checks.
 
 let options: Options
@@ -11,8 +12,13 @@ do {
     exit(2)
 }
 
+if let workload = options.oneRun {
+    exit(OneRun.main(workload, scale: options.quick ? 10 : 1))
+}
+
 let labelSuffix = Affinity.labelSuffix
-let runner = Runner(runs: options.runs, scale: options.quick ? 10 : 1, labelSuffix: labelSuffix)
+let runner = Runner(
+    runs: options.runs, scale: options.quick ? 10 : 1, inProcess: options.inProcess, labelSuffix: labelSuffix)
 var outcomes: [Runner.Outcome] = []
 var failed = false
 Report.header(options: options, labelSuffix: labelSuffix)

@@ -1,0 +1,102 @@
+import RunLoopKit
+
+/// S2, timer churn against live timers (a scaling table, not one of the shared W1–W5): W4's schedule+cancel pair
+/// with 1k, 10k, 100k and 1M timers live.
+///
+/// For each window W, on a fresh loop thread: W timers are scheduled first (not timed), then the timed loop runs
+/// `iterations` pairs, each cancelling the oldest live timer and scheduling a new one due at t0 + U[10 s, 20 s)
+/// (t0 taken once before filling), so exactly W timers are live at every pair and none fire; then the W left are
+/// cancelled (not timed). Unlike W4, only the steady state is timed, so the figure is the pair's cost at W live
+/// timers. Timers are `LoopTimer(fireAt:)` + `loop.add`, cancelled with `invalidate()`, with a handler that
+/// captures nothing, as in W4.
+///
+/// `iterations` is max(1,000,000, 2 × W) (`--quick`: ÷ 10); the windows stay as they are under `--quick`.
+/// Metrics: `pair_1k` … `pair_1M` in ns per pair, and `pair_1M/pair_1k`.
+final class TimerScalingBenchmark: Benchmark {
+    static let id = "S2"
+    static let title = "timer churn vs live timers"
+
+    private static let spread: Range<Int64> = 10_000_000_000..<20_000_000_000
+    private static let windows: [(count: Int, name: String)] = [
+        (1_000, "1k"), (10_000, "10k"), (100_000, "100k"), (1_000_000, "1M"),
+    ]
+    private let scale: Int
+
+    init(scale: Int) {
+        self.scale = scale
+    }
+
+    func setUp() {}
+
+    func run() throws -> [Metric] {
+        var perPair: [Double] = []
+        for (window, _) in Self.windows {
+            let iterations = max(1_000_000, 2 * window) / scale
+            let offsets = SplitMix64.offsets(count: window + iterations, in: Self.spread)
+            let host = LoopHost()
+            defer { host.shutDown() }
+            let churn = WindowChurn(offsets: offsets, window: window)
+            host.loop.perform { churn.churn() }
+            guard churn.done.wait() else { throw BenchmarkFailure("S2: the churn did not finish within 300 s") }
+            if let failure = churn.failure { throw failure }
+            perPair.append(Double(churn.end - churn.start) / Double(iterations))
+        }
+        let fired = unexpectedTimerFires.load(ordering: .relaxed)
+        guard fired == 0 else { throw BenchmarkFailure("S2: \(fired) timers fired") }
+        var metrics: [Metric] = []
+        for (index, (_, name)) in Self.windows.enumerated() {
+            metrics.append(
+                Metric("pair_\(name)", unit: "ns", key: "pair_\(name)_ns", value: perPair[index], decimals: 1))
+        }
+        metrics.append(
+            Metric("pair_1M/pair_1k", unit: "x", key: "pair_1M_ratio", value: perPair[3] / perPair[0], decimals: 2))
+        return metrics
+    }
+
+    func tearDown() {}
+}
+
+/// One window's churn. Touched on the loop's thread only; the main thread reads it after `done`.
+private final class WindowChurn: @unchecked Sendable {
+    let offsets: [Int64]
+    let window: Int
+    var start: Int64 = 0
+    var end: Int64 = 0
+    var failure: BenchmarkFailure?
+    let done = WaitCounter()
+
+    init(offsets: [Int64], window: Int) {
+        self.offsets = offsets
+        self.window = window
+    }
+
+    /// On the loop's thread: fills the window, times the pairs, cancels what is left.
+    func churn() {
+        defer { done.increment() }
+        let loop = Loop.current
+        var live: [LoopTimer] = []
+        live.reserveCapacity(window)
+        defer { for timer in live { timer.invalidate() } }
+        let t0 = Clock.monotonic()
+        do {
+            for index in 0..<window {
+                let timer = try LoopTimer(
+                    fireAt: Loop.Instant(nanoseconds: t0 + offsets[index]), handler: countUnexpectedFire)
+                try loop.add(timer)
+                live.append(timer)
+            }
+            start = Clock.monotonic()
+            for index in window..<offsets.count {
+                let slot = index % window
+                live[slot].invalidate()
+                let timer = try LoopTimer(
+                    fireAt: Loop.Instant(nanoseconds: t0 + offsets[index]), handler: countUnexpectedFire)
+                try loop.add(timer)
+                live[slot] = timer
+            }
+            end = Clock.monotonic()
+        } catch {
+            failure = BenchmarkFailure("S2: scheduling failed: \(error)")
+        }
+    }
+}
