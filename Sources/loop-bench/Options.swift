@@ -1,4 +1,5 @@
-/// The command line: `loop-bench [W1|W2|W2t|W3|W4|W5|F|P|M|A|S1|S2|S3|all] [--runs N] [--quick] [--in-process]`.
+/// The command line: `loop-bench [W1|W1t|W2|W2t|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S3|all] [--runs N] [--quick]
+/// [--in-process]`.
 struct Options {
     /// The workloads to run, in order.
     var workloads: [any Benchmark.Type] = Options.allWorkloads
@@ -15,6 +16,7 @@ struct Options {
     static var allWorkloads: [any Benchmark.Type] {
         [
             PingPongBenchmark.self,
+            PingPongViaLoopThreadBenchmark.self,
             FanInBenchmark.self,
             FanInViaLoopThreadBenchmark.self,
             TimerFiringBenchmark.self,

@@ -4,25 +4,43 @@ import RunLoopKit
 /// A, for N = 100,000 round trips. The clock starts on A at the first post and stops when A runs the Nth reply.
 ///
 /// Run under `taskset -c 0` it is W1@cpu0 (both loops on one CPU), which leaves out the VM's cross-CPU wake-up.
-final class PingPongBenchmark: Benchmark {
-    static let id = "W1"
-    static let title = "ping-pong"
+///
+/// `W1t` is the same with A and B `LoopThread`s posted to with `LoopThread.perform`, the documented keep-alive
+/// worker.
+class PingPongBenchmark: Benchmark {
+    class var id: String { "W1" }
+    class var title: String { "ping-pong" }
+    /// Whether A and B are `LoopThread`s fed through `LoopThread.perform` (W1t).
+    class var viaLoopThread: Bool { false }
 
     private let roundTrips: Int
     private var hostA: LoopHost?
     private var hostB: LoopHost?
+    private var threadA: LoopThread?
+    private var threadB: LoopThread?
 
-    init(scale: Int) {
+    required init(scale: Int) {
         roundTrips = 100_000 / scale
     }
 
-    func setUp() {
-        hostA = LoopHost()
-        hostB = LoopHost()
+    func setUp() throws {
+        if Self.viaLoopThread {
+            threadA = try LoopThread(name: "ping")
+            threadB = try LoopThread(name: "pong")
+        } else {
+            hostA = LoopHost()
+            hostB = LoopHost()
+        }
     }
 
     func run() throws -> [Metric] {
-        let elapsed = Double(try Rally.play(a: hostA!.loop, b: hostB!.loop, roundTrips: roundTrips, label: "W1"))
+        let (a, b): (Rally.Player, Rally.Player) =
+            if let threadA, let threadB {
+                (.thread(threadA), .thread(threadB))
+            } else {
+                (.loop(hostA!.loop), .loop(hostB!.loop))
+            }
+        let elapsed = Double(try Rally.play(a: a, b: b, roundTrips: roundTrips, label: Self.id))
         return [
             Metric(
                 "throughput", unit: "rt/s", key: "throughput_rt_s",
@@ -34,5 +52,14 @@ final class PingPongBenchmark: Benchmark {
     func tearDown() {
         hostA?.shutDown()
         hostB?.shutDown()
+        threadA?.stop()
+        threadB?.stop()
     }
+}
+
+/// W1t: W1 between two `LoopThread`s, through `LoopThread.perform`.
+final class PingPongViaLoopThreadBenchmark: PingPongBenchmark {
+    override class var id: String { "W1t" }
+    override class var title: String { "ping-pong via LoopThread.perform" }
+    override class var viaLoopThread: Bool { true }
 }

@@ -1,29 +1,51 @@
 import RunLoopKit
 
-/// W1's ping-pong with `Loop.perform`: A posts a closure to B, whose closure posts one back to A, for a number of
-/// round trips. Used by W1 and by workload A's `w1_perform` baseline.
+/// W1's ping-pong: A posts a closure to B, whose closure posts one back to A, for a number of round trips. Used by
+/// W1 and W1t and by workload A's `w1_perform` baseline.
 ///
 /// `remaining`, `begin` and `end` are touched on A's thread only; the caller reads `begin` and `end` after `done`,
 /// which orders the accesses.
 final class Rally: @unchecked Sendable {
-    let a: Loop
-    let b: Loop
+    /// Where a ball goes: a running loop, posted to with `Loop.perform` (W1), or a `LoopThread`, posted to with
+    /// `LoopThread.perform` (W1t).
+    enum Player: Sendable {
+        case loop(Loop)
+        case thread(LoopThread)
+
+        func post(_ block: @escaping @Sendable () -> Void) {
+            switch self {
+            case .loop(let loop):
+                loop.perform(block)
+            case .thread(let thread):
+                do { try thread.perform(block) } catch { fatalError("loop-bench: LoopThread.perform failed: \(error)") }
+            }
+        }
+    }
+
+    let a: Player
+    let b: Player
     private var remaining: Int
     private var begin: Int64 = 0
     private var end: Int64 = 0
     private let done = WaitCounter()
 
-    private init(a: Loop, b: Loop, roundTrips: Int) {
+    private init(a: Player, b: Player, roundTrips: Int) {
         self.a = a
         self.b = b
         remaining = roundTrips
     }
 
-    /// Plays `roundTrips` round trips between the running loops `a` and `b`; answers the elapsed nanoseconds, from
-    /// the first post on A to A running the last reply. Throws (naming `label`) if it does not finish within 300 s.
+    /// Plays `roundTrips` round trips between the running loops `a` and `b` with `Loop.perform`; see
+    /// ``play(a:b:roundTrips:label:)-(Player,_,_,_)``.
     static func play(a: Loop, b: Loop, roundTrips: Int, label: String) throws -> Int64 {
+        try play(a: Player.loop(a), b: Player.loop(b), roundTrips: roundTrips, label: label)
+    }
+
+    /// Plays `roundTrips` round trips between `a` and `b`; answers the elapsed nanoseconds, from the first post on A
+    /// to A running the last reply. Throws (naming `label`) if it does not finish within 300 s.
+    static func play(a: Player, b: Player, roundTrips: Int, label: String) throws -> Int64 {
         let rally = Rally(a: a, b: b, roundTrips: roundTrips)
-        a.perform { rally.start() }
+        a.post { rally.start() }
         guard rally.done.wait() else { throw BenchmarkFailure("\(label): the rally did not finish within 300 s") }
         return rally.end - rally.begin
     }
@@ -36,8 +58,8 @@ final class Rally: @unchecked Sendable {
 
     /// On A: posts a closure to B that posts the reply back to A.
     private func serve() {
-        b.perform { [self] in
-            a.perform { [self] in reply() }
+        b.post { [self] in
+            a.post { [self] in reply() }
         }
     }
 
