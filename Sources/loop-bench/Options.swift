@@ -1,4 +1,4 @@
-/// The command line: `loop-bench [W1|W1t|W2|W2t|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S3|all] [--runs N] [--quick]
+/// The command line: `loop-bench [W1|W1t|W2|W2t|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|all] [--runs N] [--quick]
 /// [--in-process]`.
 struct Options {
     /// The workloads to run, in order.
@@ -30,20 +30,21 @@ struct Options {
             ActorHopBenchmark.self,
             SourceScalingBenchmark.self,
             TimerScalingBenchmark.self,
+            CallbackScalingBenchmark.self,
             WakeScalingBenchmark.self,
         ]
     }
 
     static let usage = """
-        usage: loop-bench [W1|W1t|W2|W2t|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S3|all]... [--runs N] [--quick] [--in-process]
+        usage: loop-bench [W1|W1t|W2|W2t|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|all]... [--runs N] [--quick] [--in-process]
           W1 ping-pong, W2 fan-in (W1t, W2t: through LoopThread.perform), W3 timers, W4 churn (W3c, W4c: with
           one-shot callbacks, Loop.schedule(at:)), W5 wake latency
           (Docs/Benchmarks.md),
           F footprint per idle loop (descriptors, resident bytes), P pass cost (1 vs 10,000 idle items),
           M @MainActor round trip on Loop.main,
           A actor hop (an actor on a loop vs Loop.perform and the default executor),
-          S1 pass cost vs 1/100/10,000 registered sources, S2 timer churn vs 1k/10k/100k/1M live timers,
-          S3 wake cost vs 1/10/100/1,000 loops;
+          S1 pass cost vs 1/100/10,000 registered sources, S2 timer churn vs 1k/10k/100k/1M live timers
+          (S2c: one-shot callbacks), S3 wake cost vs 1/10/100/1,000 loops;
           default: all
           --runs N       runs per workload, median reported (default 3)
           --quick        sizes divided by 10, for smoke runs

@@ -1,4 +1,5 @@
 import RunLoopKit
+import Synchronization
 
 /// S2, timer churn against live timers (a scaling table, not one of the shared W1–W5): W4's schedule+cancel pair
 /// with 1k, 10k, 100k and 1M timers live.
@@ -12,9 +13,13 @@ import RunLoopKit
 ///
 /// `iterations` is max(1,000,000, 2 × W) (`--quick`: ÷ 10); the windows stay as they are under `--quick`.
 /// Metrics: `pair_1k` … `pair_1M` in ns per pair, and `pair_1M/pair_1k`.
-final class TimerScalingBenchmark: Benchmark {
-    static let id = "S2"
-    static let title = "timer churn vs live timers"
+///
+/// `S2c` is the same with one-shot callbacks (`Loop.schedule(at:)`, `Loop.cancel(_:)`), as W4c.
+class TimerScalingBenchmark: Benchmark {
+    class var id: String { "S2" }
+    class var title: String { "timer churn vs live timers" }
+    /// Whether timers are one-shot callbacks (S2c) rather than `LoopTimer` objects.
+    class var usesCallbacks: Bool { false }
 
     private static let spread: Range<Int64> = 10_000_000_000..<20_000_000_000
     private static let windows: [(count: Int, name: String)] = [
@@ -22,7 +27,7 @@ final class TimerScalingBenchmark: Benchmark {
     ]
     private let scale: Int
 
-    init(scale: Int) {
+    required init(scale: Int) {
         self.scale = scale
     }
 
@@ -36,13 +41,13 @@ final class TimerScalingBenchmark: Benchmark {
             let host = LoopHost()
             defer { host.shutDown() }
             let churn = WindowChurn(offsets: offsets, window: window)
-            host.loop.perform { churn.churn() }
-            guard churn.done.wait() else { throw BenchmarkFailure("S2: the churn did not finish within 300 s") }
+            host.loop.perform { Self.usesCallbacks ? churn.churnCallbacks() : churn.churn() }
+            guard churn.done.wait() else { throw BenchmarkFailure("\(Self.id): the churn did not finish within 300 s") }
             if let failure = churn.failure { throw failure }
             perPair.append(Double(churn.end - churn.start) / Double(iterations))
         }
         let fired = unexpectedTimerFires.load(ordering: .relaxed)
-        guard fired == 0 else { throw BenchmarkFailure("S2: \(fired) timers fired") }
+        guard fired == 0 else { throw BenchmarkFailure("\(Self.id): \(fired) timers fired") }
         var metrics: [Metric] = []
         for (index, (_, name)) in Self.windows.enumerated() {
             metrics.append(
@@ -54,6 +59,13 @@ final class TimerScalingBenchmark: Benchmark {
     }
 
     func tearDown() {}
+}
+
+/// S2c: S2 with one-shot callbacks.
+final class CallbackScalingBenchmark: TimerScalingBenchmark {
+    override class var id: String { "S2c" }
+    override class var title: String { "callback churn vs live callbacks" }
+    override class var usesCallbacks: Bool { true }
 }
 
 /// One window's churn. Touched on the loop's thread only; the main thread reads it after `done`.
@@ -97,6 +109,31 @@ private final class WindowChurn: @unchecked Sendable {
             end = Clock.monotonic()
         } catch {
             failure = BenchmarkFailure("S2: scheduling failed: \(error)")
+        }
+    }
+
+    /// As ``churn()``, with one-shot callbacks; the callback captures nothing.
+    func churnCallbacks() {
+        defer { done.increment() }
+        let loop = Loop.current
+        var live: [Loop.ScheduledCallback] = []
+        live.reserveCapacity(window)
+        defer { for callback in live { loop.cancel(callback) } }
+        let t0 = Clock.monotonic()
+        let unexpected: @Sendable () -> Void = { unexpectedTimerFires.add(1, ordering: .relaxed) }
+        do {
+            for index in 0..<window {
+                live.append(try loop.schedule(at: Loop.Instant(nanoseconds: t0 + offsets[index]), unexpected))
+            }
+            start = Clock.monotonic()
+            for index in window..<offsets.count {
+                let slot = index % window
+                loop.cancel(live[slot])
+                live[slot] = try loop.schedule(at: Loop.Instant(nanoseconds: t0 + offsets[index]), unexpected)
+            }
+            end = Clock.monotonic()
+        } catch {
+            failure = BenchmarkFailure("S2c: scheduling failed: \(error)")
         }
     }
 }
