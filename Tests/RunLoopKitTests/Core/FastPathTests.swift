@@ -124,4 +124,26 @@ import Testing
         #expect(arms <= sleeps.current)
         #expect(arms < timerCount / 4)  // CF arms once per fired timer.
     }
+
+    @Test func timersCloserThanTheSleepHorizonArePolledForNotSleptFor() {
+        let fired = Recorder<Int64>()  // lateness in nanoseconds
+        let armsUsed = Box<Int>()
+        let count = 200
+        ItemsSupport.onLoopThread { loop in
+            let start = Loop.Instant.now + .milliseconds(30)
+            // 5 µs apart, well inside the horizon: after the first, no wait is worth a timerfd arm.
+            for index in 0..<count {
+                let due = start + .microseconds(5 * index)
+                try! loop.schedule(at: due) { fired.append((Loop.Instant.now - due).saturatingNanoseconds) }
+            }
+            let armsBefore = loop.poller.timerArms.load(ordering: .relaxed)
+            ItemsSupport.run(loop) { fired.count == count }
+            armsUsed.value = loop.poller.timerArms.load(ordering: .relaxed) - armsBefore
+        }
+        #expect(fired.count == count)
+        #expect(fired.all.allSatisfy { $0 >= 0 })  // Polling never fires early.
+        // One arm for the first callback, a few for the ends of ItemsSupport.run's 20 ms runs; without the horizon
+        // most of the 199 short waits would arm the timerfd.
+        #expect((armsUsed.value ?? .max) <= 8)
+    }
 }
