@@ -3,7 +3,7 @@ extension Loop: CustomStringConvertible {
     ///
     /// On the loop's own thread it lists every mode and item (sources with order and signalled state, timers with
     /// next fire time, interval and tolerance, observers with activities, descriptor sources with descriptor and
-    /// events). From another thread, where the items cannot be read safely, it gives the summary line only.
+    /// events), and how many one-shot callbacks are scheduled. From another thread, where the items cannot be read safely, it gives the summary line only.
     public var description: String {
         var text = "Loop(thread \(threadID)\(isMain ? ", main" : "")"
         if terminated.load(ordering: .relaxed) { return text + ", terminated)" }
@@ -32,6 +32,10 @@ extension Loop: CustomStringConvertible {
                 text += "\n    observer \(observer.activities) order \(observer.order)"
                 if !observer.repeats { text += ", once" }
             }
+        }
+        if callbackTimers.count > 0 {
+            let next = callbackTimers.first.map { " (next at \(Instant(nanoseconds: $0.deadline)))" } ?? ""
+            text += "\n  one-shot callbacks scheduled: \(callbackTimers.count)\(next)"
         }
         let waiting = blocks.count
         if waiting > 0 { text += "\n  blocks waiting: \(waiting)" }

@@ -16,6 +16,7 @@ import Testing
             // Not called by a zero-duration run, which never waits.
             try! loop.add(LoopObserver(activities: .beforeWaiting, repeats: false, order: 3) { _ in }, to: .common)
             loop.perform(in: "elsewhere") {}
+            try! loop.schedule(after: .seconds(60)) {}
             loop.perform { running.value = loop.description }
             loop.run(in: .default, for: .zero)
             text.value = loop.description
@@ -32,6 +33,7 @@ import Testing
         #expect(description.contains("every"))
         #expect(description.contains("observer beforeWaiting order 3, once"))
         #expect(description.contains("blocks waiting: 1"))
+        #expect(description.contains("one-shot callbacks scheduled: 1 (next at "))
         #expect(running.value!.contains("running default"))
         #expect(running.value!.contains("mode default (current)"))
     }
