@@ -34,6 +34,16 @@ extension LoopThread {
             guard queued else { throw LoopThread.stoppedError() }
         }
 
+        /// Queues `work` on `loop` for a pass in `mode` unless stopping began: ``admit(_:in:on:)-([Loop.Mode],_,_)``
+        /// for one mode, without making an array of it.
+        ///
+        /// - Throws: ``LoopError/Code/threadStopped`` once stopping began.
+        @inline(__always)
+        func admit(_ work: @escaping @Sendable () -> Void, in mode: Loop.Mode, on loop: Loop) throws(LoopError) {
+            guard !isStopping else { throw LoopThread.stoppedError() }
+            guard loop.perform(in: mode, work) else { throw LoopThread.stoppedError() }
+        }
+
         /// Closes admission and asks the worker's loop to stop; answers whether this call began the stop.
         @discardableResult
         func requestStop() -> Bool {
