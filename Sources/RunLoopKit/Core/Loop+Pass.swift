@@ -6,21 +6,37 @@ extension Loop {
     /// Step 0: applies item changes other threads sent, and takes their blocks into the local queue.
     func applyChanges() {
         guard !inbox.isEmpty else { return }
-        var entries = inboxArrays.take()
-        inbox.takeAll(into: &entries)
-        absorb(entries)
-        inboxArrays.give(&entries)
+        var taken = Inbox.Contents(blocks: blockArrays.take(), changes: changeArrays.take())
+        inbox.takeAll(into: &taken)
+        absorb(&taken)
+        blockArrays.give(&taken.blocks)
+        changeArrays.give(&taken.changes)
     }
 
-    /// Takes entries handed over by other threads: blocks join the local queue, changes are applied.
+    /// Takes what other threads handed over: blocks join the local queue, changes are applied where they were
+    /// posted among the blocks (a change that queues blocks queues them after the blocks posted before it).
+    /// Leaves `taken`'s arrays empty.
     @inline(__always)
-    func absorb(_ entries: [Inbox.Entry]) {
-        for entry in entries {
-            switch entry {
-            case .block(let block): blocks.append(block)
-            case .change(let change): change()
+    func absorb(_ taken: inout Inbox.Contents) {
+        guard !taken.changes.isEmpty else {
+            // The common case: blocks only. With nothing queued locally, the batch becomes the queue as it is.
+            if blocks.isEmpty {
+                swap(&blocks, &taken.blocks)
+            } else {
+                blocks.append(contentsOf: taken.blocks)
             }
+            return
         }
+        var next = 0
+        for change in taken.changes {
+            if change.blocksBefore > next {
+                blocks.append(contentsOf: taken.blocks[next..<change.blocksBefore])
+                next = change.blocksBefore
+            }
+            change.apply()
+        }
+        if next < taken.blocks.count { blocks.append(contentsOf: taken.blocks[next...]) }
+        taken.changes.removeAll(keepingCapacity: true)
     }
 
     /// Steps 1, 2, 6, 8 and the run's entry and exit: calls the current mode's observers of `activity`.
@@ -50,12 +66,21 @@ extension Loop {
         swap(&batch, &blocks)
         // Blocks for other modes are rare: their array is only taken from the pool when one turns up.
         var waiting: [PendingBlock]?
-        for block in batch {
-            if canRun(block, state) {
-                run(block)
-            } else {
-                if waiting == nil { waiting = blockArrays.take() }
-                waiting!.append(block)
+        // Each block is moved out of the batch and run as its own value: a block only borrowed from the array
+        // would be copied for the call (retaining the closure's context, then releasing it). Its slot gets an
+        // empty block, which owns nothing, for the batch's emptying below. Nothing but this function touches
+        // `batch` meanwhile: a nested run takes arrays of its own.
+        batch.withUnsafeMutableBufferPointer { batch in
+            for index in batch.indices {
+                let slot = batch.baseAddress! + index
+                let block = slot.move()
+                slot.initialize(to: PendingBlock.empty)
+                if canRun(block, state) {
+                    run(block)
+                } else {
+                    if waiting == nil { waiting = blockArrays.take() }
+                    waiting!.append(block)
+                }
             }
         }
         if waiting != nil {  // Mutated in place: binding it to a new variable would copy the array.
@@ -66,8 +91,13 @@ extension Loop {
         blockArrays.give(&batch)
     }
 
+    @inline(__always)
     func matches(_ modes: BlockModes, _ state: ModeState) -> Bool {
         switch modes {
+        case .defaultMode:
+            return state.isDefault
+        case .commonModes:
+            return state.isCommon
         case .one(let mode):
             return matches(mode, state)
         case .many(let list):

@@ -84,7 +84,7 @@ public final class Loop: @unchecked Sendable {
 
     /// Reusable arrays, so a pass allocates nothing in the steady state (nested runs take their own).
     @exclusivity(unchecked) var blockArrays = ArrayPool<PendingBlock>()
-    @exclusivity(unchecked) var inboxArrays = ArrayPool<Inbox.Entry>()
+    @exclusivity(unchecked) var changeArrays = ArrayPool<Inbox.Change>()
     @exclusivity(unchecked) var sourceArrays = ArrayPool<LoopSource>()
     @exclusivity(unchecked) var timerArrays = ArrayPool<LoopTimer>()
     @exclusivity(unchecked) var readyArrays = ArrayPool<(FileDescriptorSource, FileDescriptorSource.Events)>()
@@ -187,8 +187,9 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
-        if mode != .default { noteNamed(mode) }
-        return enqueue(PendingBlock(modes: .one(mode), closure: block))
+        let modes = BlockModes(mode)
+        if case .one = modes { noteNamed(mode) }
+        return enqueue(PendingBlock(modes: modes, closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
@@ -200,7 +201,7 @@ public final class Loop: @unchecked Sendable {
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
         guard !modes.isEmpty else { return false }
         for mode in modes where mode != .default { noteNamed(mode) }
-        return enqueue(PendingBlock(modes: .many(modes), closure: block))
+        return enqueue(PendingBlock(modes: BlockModes(modes), closure: block))
     }
 
     /// Records that a block named `mode`, so ``allModes`` lists it from now on (as CF creates a block's modes).
@@ -211,16 +212,22 @@ public final class Loop: @unchecked Sendable {
         }
     }
 
-    private func enqueue(_ block: PendingBlock) -> Bool {
+    @inline(__always)
+    private func enqueue(_ block: consuming PendingBlock) -> Bool {
         if terminated.load(ordering: .acquiring) { return false }
         if isCurrent {
             blocks.append(block)
-        } else {
-            // Refused: the thread is exiting, or its LoopThread is stopping (``refuseBlocksFromOtherThreads()``).
-            guard inbox.post(.block(block), isClosureBlock: true) else { return false }
-            poller.wakeIfSleeping()
+            return true
         }
-        return true
+        switch inbox.post(block, isClosureBlock: true) {
+        case .refused:  // The thread is exiting, or its LoopThread is stopping (``refuseBlocksFromOtherThreads()``).
+            return false
+        case .queuedFirst:
+            poller.wakeIfSleeping()
+            return true
+        case .queuedBehind:  // The post that found the inbox empty wakes the loop for the whole batch.
+            return true
+        }
     }
 
     /// Runs `change` on the loop's thread: now when called there, else before the loop's next pass (waking it).
@@ -229,8 +236,7 @@ public final class Loop: @unchecked Sendable {
             change()
         } else {
             guard !terminated.load(ordering: .acquiring) else { return }
-            inbox.post(.change(change))
-            poller.wakeIfSleeping()
+            if inbox.post(change: change) == .queuedFirst { poller.wakeIfSleeping() }
         }
     }
 
