@@ -75,18 +75,16 @@ struct PendingBlock {
     /// The closure of a job's block: it captures nothing, so storing and copying it retains nothing.
     private static let noClosure: @Sendable () -> Void = {}
 
-    /// A block that owns nothing, to fill a slot whose block was moved out (never run).
-    static var empty: PendingBlock { PendingBlock(modes: .defaultMode, closure: {}) }
 }
 
 /// Work other threads hand to a loop: blocks and jobs, and changes to the loop's items (applied on its thread).
 ///
 /// Threading: ``post(_:isClosureBlock:)`` and ``post(change:)`` from any thread; ``takeAll(into:)``,
-/// ``refuseBlocks(into:)`` and ``close(into:)`` on the loop's thread. Mutex-protected arrays, with an atomic flag,
+/// ``refuseBlocks(into:)`` and ``close(into:)`` on the loop's thread. A mutex-protected queue and array, with an atomic flag,
 /// set and cleared under the mutex, that tells whether anything waits, so the loop looks without locking.
 ///
-/// Blocks and changes are kept in two arrays: a batch of blocks is then handed to the loop whole (swapping
-/// storage), not entry by entry. Each change records how many blocks were posted before it, so the loop applies it
+/// Blocks and changes are kept apart, blocks in a segmented ``BlockQueue``: a batch of blocks is then handed to the
+/// loop whole (relinking its segments), not entry by entry. Each change records how many blocks were posted before it, so the loop applies it
 /// exactly where it was posted among them (a change may queue blocks itself, say from a schedule handler, and
 /// those must follow the blocks posted before the change). Per-producer order is kept.
 ///
@@ -101,7 +99,7 @@ final class Inbox: Sendable {
 
     /// What waits: blocks and jobs, oldest first, and the changes among them.
     struct Contents {
-        var blocks: [PendingBlock]
+        var blocks: BlockQueue
         var changes: [Change]
 
         var isEmpty: Bool { blocks.isEmpty && changes.isEmpty }
@@ -118,7 +116,9 @@ final class Inbox: Sendable {
         case queuedBehind
     }
 
-    private let contents = Locked<Contents>(Contents(blocks: [], changes: []))
+    private let contents = Locked<Contents>(Contents(blocks: BlockQueue(), changes: []))
+    /// The segments of the loop's block queues, this inbox's included.
+    let segments = BlockSegmentPool()
     /// Whether anything waits: written only with the lock held, together with the arrays, so it is exact (no lag
     /// behind an append); read without the lock. Sequentially consistent: part of the wake-up handshake.
     private let hasEntries = Atomic<Bool>(false)
@@ -140,7 +140,7 @@ final class Inbox: Sendable {
             guard !closed.load(ordering: .relaxed) else { return .refused }
             guard !isClosureBlock || !refusingBlocks.load(ordering: .relaxed) else { return .refused }
             let wasEmpty = contents.isEmpty
-            contents.blocks.append(block)
+            contents.blocks.append(block, pool: segments)
             guard wasEmpty else { return .queuedBehind }
             hasEntries.store(true, ordering: .sequentiallyConsistent)
             return .queuedFirst
@@ -159,7 +159,7 @@ final class Inbox: Sendable {
         }
     }
 
-    /// Moves everything waiting into `taken` (whose arrays should be empty), swapping storage to avoid copying.
+    /// Moves everything waiting into `taken` (which should be empty), swapping storage to avoid copying.
     func takeAll(into taken: inout Contents) {
         guard !isEmpty else { return }
         contents.withLock { contents in
@@ -169,7 +169,7 @@ final class Inbox: Sendable {
     }
 
     /// Refuses every later closure block (jobs and item changes are still taken until ``close(into:)``), and moves
-    /// everything waiting into `taken` (whose arrays should be empty) under the same lock, so that no block
+    /// everything waiting into `taken` (which should be empty) under the same lock, so that no block
     /// accepted before the refusal is left behind.
     func refuseBlocks(into taken: inout Contents) {
         contents.withLock { contents in
@@ -179,7 +179,7 @@ final class Inbox: Sendable {
         }
     }
 
-    /// Refuses every later post, and moves everything waiting into `taken` (whose arrays should be empty). Called
+    /// Refuses every later post, and moves everything waiting into `taken` (which should be empty). Called
     /// when the loop's thread exits: nothing posted can then be lost between the last take and the teardown.
     func close(into taken: inout Contents) {
         contents.withLock { contents in

@@ -49,7 +49,7 @@ extension Loop {
     func enqueueJob(_ job: UnownedJob, in modes: BlockModes, on executor: UnownedSerialExecutor) {
         let block = PendingBlock(modes: modes, job: QueuedJob(job: job, executor: executor))
         if isCurrent {
-            blocks.append(block)
+            blocks.append(block, pool: inbox.segments)
             return
         }
         guard !terminated.load(ordering: .acquiring) else { trapJobForExitedThread() }
@@ -104,7 +104,7 @@ extension Loop {
     /// actor jobs and item changes are still taken until the thread exits. For a ``LoopThread``'s stop, so that
     /// every block accepted before it runs in the drain and none is accepted after. Loop thread only.
     func refuseBlocksFromOtherThreads() {
-        var taken = Inbox.Contents(blocks: [], changes: [])
+        var taken = Inbox.Contents(blocks: BlockQueue(), changes: [])
         inbox.refuseBlocks(into: &taken)
         absorb(&taken)
     }
@@ -112,7 +112,7 @@ extension Loop {
     /// Closes the inbox for good (the thread exits, or a ``LoopThread`` ends its drain), applying the changes and
     /// taking the blocks and jobs still in it; later posts are refused. Idempotent. Loop thread only.
     func closeInbox() {
-        var taken = Inbox.Contents(blocks: [], changes: [])
+        var taken = Inbox.Contents(blocks: BlockQueue(), changes: [])
         inbox.close(into: &taken)
         absorb(&taken)
     }

@@ -76,14 +76,14 @@ public final class Loop: @unchecked Sendable {
     /// Signalled sources not yet performed, sorted by order, then by signal arrival.
     @exclusivity(unchecked) var signalledSources: [LoopSource] = []
     /// Blocks waiting for a pass in one of their modes, oldest first.
-    @exclusivity(unchecked) var blocks: [PendingBlock] = []
+    @exclusivity(unchecked) var blocks = BlockQueue()
     /// The main loop's service of Dispatch's main queue (Loop+MainQueue.swift).
     @exclusivity(unchecked) var mainQueue = MainQueueService()
     /// Whether an actor job of this loop is running: runs nested inside it run no other job (Loop+Executor.swift).
     @exclusivity(unchecked) var isRunningJob = false
 
     /// Reusable arrays, so a pass allocates nothing in the steady state (nested runs take their own).
-    @exclusivity(unchecked) var blockArrays = ArrayPool<PendingBlock>()
+    @exclusivity(unchecked) var spareBlockQueues: [BlockQueue] = []
     @exclusivity(unchecked) var changeArrays = ArrayPool<Inbox.Change>()
     @exclusivity(unchecked) var sourceArrays = ArrayPool<LoopSource>()
     @exclusivity(unchecked) var timerArrays = ArrayPool<LoopTimer>()
@@ -216,7 +216,7 @@ public final class Loop: @unchecked Sendable {
     private func enqueue(_ block: consuming PendingBlock) -> Bool {
         if terminated.load(ordering: .acquiring) { return false }
         if isCurrent {
-            blocks.append(block)
+            blocks.append(block, pool: inbox.segments)
             return true
         }
         switch inbox.post(block, isClosureBlock: true) {
