@@ -43,6 +43,9 @@ public final class Loop: @unchecked Sendable {
     private let runningMode = Locked<Mode?>(nil)
     /// The owning thread's kernel id, for descriptions.
     let threadID: pid_t
+    /// The owning thread's `pthread_self()` (0 for the main loop, which another thread may create): a quick "no"
+    /// for ``isCurrent`` from any other thread, without reading the registry's thread-specific slot.
+    private let ownerThread: pthread_t
     /// Whether this is the main thread's loop.
     public let isMain: Bool
     /// The names of the loop's modes, for ``allModes``, ``commonModes`` and `contains` from any thread: updated on
@@ -105,6 +108,7 @@ public final class Loop: @unchecked Sendable {
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
         self.mainQueueEnabled = Atomic(isMain && poller.forkGeneration == 0)
         self.threadID = isMain ? getpid() : ThreadIdentity.currentThreadID()
+        self.ownerThread = isMain ? 0 : pthread_self()
         _ = mode(named: .default)
     }
 
@@ -144,7 +148,12 @@ public final class Loop: @unchecked Sendable {
     public static var main: Loop { LoopRegistry.main() }
 
     /// Whether the calling thread owns this loop (and so may run it).
-    public var isCurrent: Bool { LoopRegistry.isCurrent(self) }
+    public var isCurrent: Bool {
+        // Another thread than the one that made the loop is never its thread (a thread that reuses the pthread_t
+        // of an exited owner starts after the teardown, which the registry then answers for).
+        if !isMain && pthread_equal(pthread_self(), ownerThread) == 0 { return false }
+        return LoopRegistry.isCurrent(self)
+    }
 
     // MARK: Any thread
 
