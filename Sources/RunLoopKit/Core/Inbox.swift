@@ -3,33 +3,27 @@ import Synchronization
 /// Which modes a block may run in.
 ///
 /// The default mode and the common modes, which nearly every block and job names, have cases of their own: such
-/// a block holds no string (copying or dropping it retains and releases nothing for its modes), and a pass matches
-/// it with one flag of the running mode instead of comparing names.
+/// a block holds nothing for its modes, and a pass matches it with one flag of the running mode instead of
+/// comparing names. Other modes are held as a list (one reference: dropping a block releases at most that), which
+/// the loop makes once per single mode (``Loop/perform(in:_:)-(Mode,_)``) or takes from the caller.
 enum BlockModes: Sendable {
     /// ``Loop/Mode/default``.
     case defaultMode
     /// ``Loop/Mode/common``: every common mode.
     case commonModes
-    /// One mode other than those two.
-    case one(Loop.Mode)
-    /// Two modes or more.
-    case many([Loop.Mode])
+    /// Any other modes (one or more; may include the two above when there are several).
+    case named([Loop.Mode])
 
-    /// The modes of a block queued for `mode`.
-    @inline(__always)
-    init(_ mode: Loop.Mode) {
-        if mode == .default {
+    /// The modes of a block queued for `modes`, which must not be empty: the list itself unless it is only the
+    /// default or the common mode.
+    init(_ modes: [Loop.Mode]) {
+        if modes.count == 1 && modes[0] == .default {
             self = .defaultMode
-        } else if mode == .common {
+        } else if modes.count == 1 && modes[0] == .common {
             self = .commonModes
         } else {
-            self = .one(mode)
+            self = .named(modes)
         }
-    }
-
-    /// The modes of a block queued for `modes`, which must not be empty.
-    init(_ modes: [Loop.Mode]) {
-        self = modes.count == 1 ? BlockModes(modes[0]) : .many(modes)
     }
 
     /// Whether `mode` is among the modes, by name (``Loop/Mode/common`` only when named itself).
@@ -37,8 +31,7 @@ enum BlockModes: Sendable {
         switch self {
         case .defaultMode: mode == .default
         case .commonModes: mode == .common
-        case .one(let named): named == mode
-        case .many(let list): list.contains(mode)
+        case .named(let list): list.contains(mode)
         }
     }
 }

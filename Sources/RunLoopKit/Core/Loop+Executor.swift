@@ -92,9 +92,7 @@ extension Loop {
         switch block.modes {
         case .defaultMode, .commonModes:
             return .default
-        case .one(let mode):
-            return mode
-        case .many(let modes):
+        case .named(let modes):
             if modes.contains(where: { $0 == .default || $0 == .common }) { return .default }
             return modes.min { $0.name < $1.name }!
         }

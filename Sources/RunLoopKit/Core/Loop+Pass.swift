@@ -103,9 +103,7 @@ extension Loop {
             return state.isDefault
         case .commonModes:
             return state.isCommon
-        case .one(let mode):
-            return matches(mode, state)
-        case .many(let list):
+        case .named(let list):
             return list.contains { matches($0, state) }
         }
     }

@@ -196,9 +196,26 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
-        let modes = BlockModes(mode)
-        if case .one = modes { noteNamed(mode) }
+        let modes: BlockModes
+        if mode == .default {
+            modes = .defaultMode
+        } else if mode == .common {
+            modes = .commonModes
+        } else {
+            modes = .named(blockModeList(naming: mode))
+        }
         return enqueue(PendingBlock(modes: modes, closure: block))
+    }
+
+    /// Queues `block` to run once on the loop's thread, at the next block point of a pass in the default mode: the
+    /// same as ``perform(in:_:)-(Mode,_)`` with ``Mode/default``. Safe from any thread.
+    ///
+    /// The call `loop.perform { … }` lands here: without a mode argument for the caller to build and release, it
+    /// is the cheapest way to post.
+    /// - Returns: `false` if the loop's thread has exited, so the block will never run.
+    @discardableResult
+    public func perform(_ block: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(PendingBlock(modes: .defaultMode, closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
@@ -209,16 +226,17 @@ public final class Loop: @unchecked Sendable {
     @discardableResult
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
         guard !modes.isEmpty else { return false }
-        for mode in modes where mode != .default { noteNamed(mode) }
+        for mode in modes where mode != .default && mode != .common {
+            modeNames.withLock { names in names.noteNamedByBlock(mode) }
+        }
         return enqueue(PendingBlock(modes: BlockModes(modes), closure: block))
     }
 
-    /// Records that a block named `mode`, so ``allModes`` lists it from now on (as CF creates a block's modes).
-    private func noteNamed(_ mode: Mode) {
-        guard mode != .common else { return }
-        modeNames.withLock { names in
-            if !names.all.contains(mode) { names.all.append(mode) }
-        }
+    /// Records that a block named `mode` (neither the default nor the common mode), so ``allModes`` lists it from
+    /// now on (as CF creates a block's modes), and answers the one-element list such blocks hold, made once per
+    /// mode so that queueing allocates nothing.
+    private func blockModeList(naming mode: Mode) -> [Mode] {
+        modeNames.withLock { names in names.blockModeList(naming: mode) }
     }
 
     @inline(__always)

@@ -44,6 +44,15 @@ extension LoopThread {
             guard loop.perform(in: mode, work) else { throw LoopThread.stoppedError() }
         }
 
+        /// Queues `work` on `loop` for a pass in the default mode unless stopping began.
+        ///
+        /// - Throws: ``LoopError/Code/threadStopped`` once stopping began.
+        @inline(__always)
+        func admit(_ work: @escaping @Sendable () -> Void, on loop: Loop) throws(LoopError) {
+            guard !isStopping else { throw LoopThread.stoppedError() }
+            guard loop.perform(work) else { throw LoopThread.stoppedError() }
+        }
+
         /// Closes admission and asks the worker's loop to stop; answers whether this call began the stop.
         @discardableResult
         func requestStop() -> Bool {

@@ -24,6 +24,21 @@ import Testing
         #expect(onLoopThread.all == [true, true, true, true, true])
     }
 
+    /// `perform(_:)` without a mode is `perform(in: .default, _:)`: its blocks wait through a pass of another mode,
+    /// and run, in order with blocks queued with the mode named, in the default mode.
+    @Test func performWithoutAModeQueuesForTheDefaultMode() {
+        let ran = Recorder<String>()
+        ItemsSupport.onLoopThread { loop in
+            #expect(loop.perform { ran.append("bare") })
+            #expect(loop.perform(in: .default) { ran.append("named") })
+            #expect(loop.perform(in: "elsewhere") { ran.append("elsewhere") })
+            loop.run(in: "elsewhere", for: .zero)
+            #expect(ran.all == ["elsewhere"])
+            loop.run(in: .default, for: .zero)
+        }
+        #expect(ran.all == ["elsewhere", "bare", "named"])
+    }
+
     /// Another thread's item change is applied where it was posted among that thread's blocks: a block the change
     /// queues (here from a source's schedule handler) runs after the blocks posted before the change, and before
     /// those posted after it, even when all of them reach the loop in one batch.
