@@ -128,7 +128,7 @@ extension LoopThread {
         // LoopThread.perform throws threadStopped). Every block accepted before (possibly before the first run
         // began) runs now, each in a pass of a mode it was queued for, and so do actor jobs queued until the thread
         // exits (they may queue more jobs and blocks). Closing the inbox takes what is still on its way, jobs
-        // included, without trusting its count; after that nothing more comes in.
+        // included, under its lock; after that nothing more comes in.
         loop.refuseBlocksFromOtherThreads()
         while true {
             while let mode = loop.modeForQueuedWork() {
