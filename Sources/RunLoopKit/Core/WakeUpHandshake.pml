@@ -20,7 +20,9 @@
  *   3. Nothing is lost: at the end every block ran or is still queued for the next run.
  *
  * Build with -DBROKEN_CHECK_BEFORE_ANNOUNCE to check the classic bug instead (the loop looks for work before it
- * announces that it sleeps): spin must then report the lost wake-up. scripts/check-handshake.sh runs both.
+ * announces that it sleeps), or with -DBROKEN_FLAG_CLEARED_AFTER_UNLOCK (the loop clears the inbox's flag after
+ * releasing its lock, so a post in between loses its flag): spin must then report the lost wake-up.
+ * scripts/check-handshake.sh runs all three.
  */
 
 #define POSTERS 2
@@ -91,8 +93,10 @@ active proctype Signaller() {
     producersDone++
 }
 
+/* The stop comes only once every block ran and every signal was performed: its own wake-up must not rescue a loop
+ * that missed the wake-up of a post or a signal (that loop sleeps for good, and the Watchdog sees it). */
 active proctype Stopper() {
-    producersDone == POSTERS + 1;   /* after every post and signal */
+    atomic { producersDone == POSTERS + 1 && ran == BLOCKS && !stacked && !signalled };
     stopRequested = true;
     wakeIfSleeping()
 }
@@ -107,8 +111,13 @@ active proctype Loop() {
            atomic { !inboxLocked -> inboxLocked = true };
            taken = entries;
            entries = 0;
+#ifdef BROKEN_FLAG_CLEARED_AFTER_UNLOCK
+           inboxLocked = false;
+           hasEntries = false;  /* a post in between finds the inbox empty and sets the flag, which this clears */
+#else
            hasEntries = false;
            inboxLocked = false;
+#endif
            ran = ran + taken;
            assert(ran <= BLOCKS)
        :: else -> skip
