@@ -128,7 +128,7 @@ struct BlockQueue {
 /// Unchecked Sendable: it is only reached through one queue or the pool at a time, whose owner orders every
 /// access (the inbox's and the pool's locks, or the loop's thread).
 final class BlockSegment: @unchecked Sendable {
-    /// Blocks per segment: 64 bytes each, so 16 KiB, well below `malloc`'s threshold for a mapping of its own.
+    /// Blocks per segment: 48 bytes each, so 12 KiB, well below `malloc`'s threshold for a mapping of its own.
     static let capacity = 256
 
     let slots: UnsafeMutablePointer<PendingBlock>

@@ -4,8 +4,8 @@
 /// Threading: safe from any thread (its own short lock, never held while taking another). Keeps at most
 /// ``maximumKept`` segments; beyond that, emptied segments are freed, so a one-off burst does not pin its memory.
 final class BlockSegmentPool: Sendable {
-    /// 256 segments: 65,536 blocks, 4 MiB. (The arrays this replaced kept the capacity of the largest backlog
-    /// forever, several times over.) Freeing a 16 KiB segment can make `free` consolidate and trim the heap, so
+    /// 256 segments: 65,536 blocks, 3 MiB. (The arrays this replaced kept the capacity of the largest backlog
+    /// forever, several times over.) Freeing a 12 KiB segment can make `free` consolidate and trim the heap, so
     /// the pool keeps enough for large bursts.
     static let maximumKept = 256
 
