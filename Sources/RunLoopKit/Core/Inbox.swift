@@ -1,9 +1,39 @@
 import Synchronization
 
 /// Which modes a block may run in.
+///
+/// The default mode and the common modes, which nearly every block and job names, have cases of their own: such
+/// a block holds nothing for its modes, and a pass matches it with one flag of the running mode instead of
+/// comparing names. Other modes are held as a list (one reference: dropping a block releases at most that), which
+/// the loop makes once per single mode (``Loop/perform(in:_:)-(Mode,_)``) or takes from the caller.
 enum BlockModes: Sendable {
-    case one(Loop.Mode)
-    case many([Loop.Mode])
+    /// ``Loop/Mode/default``.
+    case defaultMode
+    /// ``Loop/Mode/common``: every common mode.
+    case commonModes
+    /// Any other modes (one or more; may include the two above when there are several).
+    case named([Loop.Mode])
+
+    /// The modes of a block queued for `modes`, which must not be empty: the list itself unless it is only the
+    /// default or the common mode.
+    init(_ modes: [Loop.Mode]) {
+        if modes.count == 1 && modes[0] == .default {
+            self = .defaultMode
+        } else if modes.count == 1 && modes[0] == .common {
+            self = .commonModes
+        } else {
+            self = .named(modes)
+        }
+    }
+
+    /// Whether `mode` is among the modes, by name (``Loop/Mode/common`` only when named itself).
+    func names(_ mode: Loop.Mode) -> Bool {
+        switch self {
+        case .defaultMode: mode == .default
+        case .commonModes: mode == .common
+        case .named(let list): list.contains(mode)
+        }
+    }
 }
 
 /// An actor's job as the runtime made it, with the executor (the loop, or a ``LoopExecutor`` of it) it runs on.
@@ -16,8 +46,8 @@ struct QueuedJob {
 /// A block waiting for a pass in one of its modes: a closure from ``Loop/perform(in:_:)-(Mode,_)``, or an actor's
 /// job (then `job` is set and `closure` is an empty closure without context, never called).
 ///
-/// Not one enum of the two: copying a block (into the inbox, into the pass's batch) then costs a plain retain of
-/// the closure's context and a copy of plain words, without outlined switches over cases.
+/// Not one enum of the two: copying a block costs a plain retain of the closure's context and a copy of plain
+/// words, without outlined switches over cases. The hot paths move blocks rather than copy them.
 struct PendingBlock {
     let modes: BlockModes
     let closure: @Sendable () -> Void
@@ -37,73 +67,118 @@ struct PendingBlock {
 
     /// The closure of a job's block: it captures nothing, so storing and copying it retains nothing.
     private static let noClosure: @Sendable () -> Void = {}
+
 }
 
 /// Work other threads hand to a loop: blocks and jobs, and changes to the loop's items (applied on its thread).
 ///
-/// Threading: ``post(_:)`` from any thread; ``takeAll(into:)`` and ``close(into:)`` on the loop's thread. A
-/// mutex-protected array, with an atomic count so the loop looks at it without locking when it is empty.
-/// Per-producer order is kept. A ``LoopThread`` that stops first refuses further blocks (``refuseBlocks()``); once
-/// closed (the loop's thread is exiting) it refuses everything.
+/// Threading: ``post(_:isClosureBlock:)`` and ``post(change:)`` from any thread; ``takeAll(into:)``,
+/// ``refuseBlocks(into:)`` and ``close(into:)`` on the loop's thread. A mutex-protected queue and array, with an atomic flag,
+/// set and cleared under the mutex, that tells whether anything waits, so the loop looks without locking.
+///
+/// Blocks and changes are kept apart, blocks in a segmented ``BlockQueue``: a batch of blocks is then handed to the
+/// loop whole (relinking its segments), not entry by entry. Each change records how many blocks were posted before it, so the loop applies it
+/// exactly where it was posted among them (a change may queue blocks itself, say from a schedule handler, and
+/// those must follow the blocks posted before the change). Per-producer order is kept.
+///
+/// A ``LoopThread`` that stops first refuses further blocks (``refuseBlocks(into:)``); once closed (the loop's
+/// thread is exiting) it refuses everything.
 final class Inbox: Sendable {
-    enum Entry {
-        case block(PendingBlock)
-        case change(@Sendable () -> Void)
+    /// An item change sent from another thread, and how many of the inbox's blocks were posted before it.
+    struct Change {
+        let blocksBefore: Int
+        let apply: @Sendable () -> Void
     }
 
-    private let entries = Locked<[Entry]>([])
-    private let count = Atomic<Int>(0)
-    /// Set by ``close(into:)`` with the lock held, and read by ``post(_:)`` with it held: no post slips past it.
+    /// What waits: blocks and jobs, oldest first, and the changes among them.
+    struct Contents {
+        var blocks: BlockQueue
+        var changes: [Change]
+
+        var isEmpty: Bool { blocks.isEmpty && changes.isEmpty }
+    }
+
+    /// What ``post(_:isClosureBlock:)`` did.
+    enum Posting {
+        /// Dropped: the inbox is closed, or refuses closure blocks.
+        case refused
+        /// Queued into an empty inbox: the poster must wake the loop if it sleeps.
+        case queuedFirst
+        /// Queued behind entries not taken yet: whoever queued the first of them wakes the loop, and the loop
+        /// takes them all at once, so this post need not.
+        case queuedBehind
+    }
+
+    private let contents = Locked<Contents>(Contents(blocks: BlockQueue(), changes: []))
+    /// The segments of the loop's block queues, this inbox's included.
+    let segments = BlockSegmentPool()
+    /// Whether anything waits: written only with the lock held, together with the arrays, so it is exact (no lag
+    /// behind an append); read without the lock. Sequentially consistent: part of the wake-up handshake.
+    private let hasEntries = Atomic<Bool>(false)
+    /// Set by ``close(into:)`` with the lock held, and read by the posts with it held: no post slips past it.
     private let closed = Atomic<Bool>(false)
-    /// Set by ``refuseBlocks()``, under the lock like `closed`: closure blocks are refused, jobs and changes not.
+    /// Set by ``refuseBlocks(into:)``, under the lock like `closed`: closure blocks are refused, jobs and changes
+    /// not.
     private let refusingBlocks = Atomic<Bool>(false)
 
-    /// Whether anything is waiting. Sequentially consistent: part of the wake-up handshake.
-    var isEmpty: Bool { count.load(ordering: .sequentiallyConsistent) == 0 }
+    /// Whether nothing is waiting. Sequentially consistent: part of the wake-up handshake.
+    var isEmpty: Bool { !hasEntries.load(ordering: .sequentiallyConsistent) }
 
-    /// Appends `entry`; answers `false` (dropping it) once the inbox is closed, or, for a closure block
-    /// (`isClosureBlock`), once it refuses blocks.
-    @discardableResult
-    func post(_ entry: consuming sending Entry, isClosureBlock: Bool = false) -> Bool {
-        // Handed to the lock's body to consume: appending moves the entry instead of copying it (a copy of a block
-        // is an outlined switch over its cases plus retains).
-        let posted = entries.withLock(consuming: entry) { entries, entry in
-            guard !closed.load(ordering: .relaxed) else { return false }
-            guard !isClosureBlock || !refusingBlocks.load(ordering: .relaxed) else { return false }
-            entries.append(entry)
-            return true
+    /// Appends `block`; drops it (``Posting/refused``) once the inbox is closed, or, for a closure block
+    /// (`isClosureBlock`), once it refuses blocks. The caller wakes the loop on ``Posting/queuedFirst``.
+    @inline(__always)
+    func post(_ block: consuming sending PendingBlock, isClosureBlock: Bool) -> Posting {
+        // Handed to the lock's body to consume: appending moves the block instead of copying it.
+        contents.withLock(consuming: block) { contents, block in
+            guard !closed.load(ordering: .relaxed) else { return .refused }
+            guard !isClosureBlock || !refusingBlocks.load(ordering: .relaxed) else { return .refused }
+            let wasEmpty = contents.isEmpty
+            contents.blocks.append(block, pool: segments)
+            guard wasEmpty else { return .queuedBehind }
+            hasEntries.store(true, ordering: .sequentiallyConsistent)
+            return .queuedFirst
         }
-        if posted { count.add(1, ordering: .sequentiallyConsistent) }
-        return posted
     }
 
-    /// Moves everything waiting into `buffer` (which should be empty), swapping storage to avoid copying.
-    func takeAll(into buffer: inout [Entry]) {
+    /// Appends an item change; answers as ``post(_:isClosureBlock:)`` does (refused only once closed).
+    func post(change: @escaping @Sendable () -> Void) -> Posting {
+        contents.withLock { contents in
+            guard !closed.load(ordering: .relaxed) else { return .refused }
+            let wasEmpty = contents.isEmpty
+            contents.changes.append(Change(blocksBefore: contents.blocks.count, apply: change))
+            guard wasEmpty else { return .queuedBehind }
+            hasEntries.store(true, ordering: .sequentiallyConsistent)
+            return .queuedFirst
+        }
+    }
+
+    /// Moves everything waiting into `taken` (which should be empty), swapping storage to avoid copying.
+    func takeAll(into taken: inout Contents) {
         guard !isEmpty else { return }
-        entries.withLock { swap(&$0, &buffer) }
-        count.subtract(buffer.count, ordering: .sequentiallyConsistent)
+        contents.withLock { contents in
+            swap(&contents, &taken)
+            hasEntries.store(false, ordering: .sequentiallyConsistent)
+        }
     }
 
     /// Refuses every later closure block (jobs and item changes are still taken until ``close(into:)``), and moves
-    /// everything waiting into `buffer` (which should be empty) under the same lock.
-    ///
-    /// Taken here rather than by a later ``takeAll(into:)``: a post appends under the lock but counts itself just
-    /// after, so a take that trusted the count could miss a block accepted before the refusal.
-    func refuseBlocks(into buffer: inout [Entry]) {
-        entries.withLock { entries in
+    /// everything waiting into `taken` (which should be empty) under the same lock, so that no block
+    /// accepted before the refusal is left behind.
+    func refuseBlocks(into taken: inout Contents) {
+        contents.withLock { contents in
             refusingBlocks.store(true, ordering: .relaxed)
-            swap(&entries, &buffer)
+            swap(&contents, &taken)
+            hasEntries.store(false, ordering: .sequentiallyConsistent)
         }
-        count.subtract(buffer.count, ordering: .sequentiallyConsistent)
     }
 
-    /// Refuses every later post, and moves everything waiting into `buffer` (which should be empty). Called once,
+    /// Refuses every later post, and moves everything waiting into `taken` (which should be empty). Called
     /// when the loop's thread exits: nothing posted can then be lost between the last take and the teardown.
-    func close(into buffer: inout [Entry]) {
-        entries.withLock { entries in
+    func close(into taken: inout Contents) {
+        contents.withLock { contents in
             closed.store(true, ordering: .relaxed)
-            swap(&entries, &buffer)
+            swap(&contents, &taken)
+            hasEntries.store(false, ordering: .sequentiallyConsistent)
         }
-        count.subtract(buffer.count, ordering: .sequentiallyConsistent)
     }
 }

@@ -17,7 +17,7 @@ extension Loop: SerialExecutor {
     /// never run on the actor's thread, and must not run on another (a programming error: keep the thread, e.g. its
     /// ``LoopThread``, alive while its actors are used). Use ``executor(in:)`` to choose other modes.
     public func enqueue(_ job: consuming ExecutorJob) {
-        enqueueJob(UnownedJob(job), in: .one(.common), on: asUnownedSerialExecutor())
+        enqueueJob(UnownedJob(job), in: .commonModes, on: asUnownedSerialExecutor())
     }
 
     /// The loop as an actor's executor: return it from the actor's `unownedExecutor`. Safe from any thread.
@@ -49,11 +49,15 @@ extension Loop {
     func enqueueJob(_ job: UnownedJob, in modes: BlockModes, on executor: UnownedSerialExecutor) {
         let block = PendingBlock(modes: modes, job: QueuedJob(job: job, executor: executor))
         if isCurrent {
-            blocks.append(block)
+            blocks.append(block, pool: inbox.segments)
             return
         }
-        guard !terminated.load(ordering: .acquiring), inbox.post(.block(block)) else { trapJobForExitedThread() }
-        poller.wakeIfSleeping()
+        guard !terminated.load(ordering: .acquiring) else { trapJobForExitedThread() }
+        switch inbox.post(block, isClosureBlock: false) {
+        case .refused: trapJobForExitedThread()
+        case .queuedFirst: poller.wakeIfSleeping()
+        case .queuedBehind: break  // The post that found the inbox empty wakes the loop for the whole batch.
+        }
     }
 
     /// Whether `block` may run in a pass of `state`: its modes match, and it is not a job asked to run inside a
@@ -86,9 +90,9 @@ extension Loop {
         applyChanges()
         guard let block = blocks.first else { return nil }
         switch block.modes {
-        case .one(let mode):
-            return mode == .common ? .default : mode
-        case .many(let modes):
+        case .defaultMode, .commonModes:
+            return .default
+        case .named(let modes):
             if modes.contains(where: { $0 == .default || $0 == .common }) { return .default }
             return modes.min { $0.name < $1.name }!
         }
@@ -98,17 +102,17 @@ extension Loop {
     /// actor jobs and item changes are still taken until the thread exits. For a ``LoopThread``'s stop, so that
     /// every block accepted before it runs in the drain and none is accepted after. Loop thread only.
     func refuseBlocksFromOtherThreads() {
-        var entries: [Inbox.Entry] = []
-        inbox.refuseBlocks(into: &entries)
-        absorb(entries)
+        var taken = Inbox.Contents(blocks: BlockQueue(), changes: [])
+        inbox.refuseBlocks(into: &taken)
+        absorb(&taken)
     }
 
     /// Closes the inbox for good (the thread exits, or a ``LoopThread`` ends its drain), applying the changes and
     /// taking the blocks and jobs still in it; later posts are refused. Idempotent. Loop thread only.
     func closeInbox() {
-        var entries: [Inbox.Entry] = []
-        inbox.close(into: &entries)
-        absorb(entries)
+        var taken = Inbox.Contents(blocks: BlockQueue(), changes: [])
+        inbox.close(into: &taken)
+        absorb(&taken)
     }
 
     /// Traps if an actor job is still queued as the loop's thread exits: it could never run on the actor's thread

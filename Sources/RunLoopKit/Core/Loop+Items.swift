@@ -422,7 +422,7 @@ extension Loop {
         for source in signalledSources { source.queued = false }  // Still signalled: performed where it goes next.
         signalledSources.removeAll()
         trapOnQueuedJobs()
-        blocks.removeAll()
+        blocks.removeAll(pool: inbox.segments)
         poller.close()
         withExtendedLifetime(callbacks) {}  // Released here, with the loop consistent: their deinits may call in.
         // Every item is out of this loop now, its state reset: another loop may take it (``ItemCore/bind(to:)``).

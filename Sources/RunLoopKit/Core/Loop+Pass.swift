@@ -6,21 +6,48 @@ extension Loop {
     /// Step 0: applies item changes other threads sent, and takes their blocks into the local queue.
     func applyChanges() {
         guard !inbox.isEmpty else { return }
-        var entries = inboxArrays.take()
-        inbox.takeAll(into: &entries)
-        absorb(entries)
-        inboxArrays.give(&entries)
+        var taken = Inbox.Contents(blocks: takeBlockQueue(), changes: changeArrays.take())
+        inbox.takeAll(into: &taken)
+        absorb(&taken)
+        giveBlockQueue(&taken.blocks)
+        changeArrays.give(&taken.changes)
     }
 
-    /// Takes entries handed over by other threads: blocks join the local queue, changes are applied.
+    /// Takes what other threads handed over: blocks join the local queue, changes are applied where they were
+    /// posted among the blocks (a change that queues blocks queues them after the blocks posted before it).
+    /// Leaves `taken` empty.
     @inline(__always)
-    func absorb(_ entries: [Inbox.Entry]) {
-        for entry in entries {
-            switch entry {
-            case .block(let block): blocks.append(block)
-            case .change(let change): change()
-            }
+    func absorb(_ taken: inout Inbox.Contents) {
+        guard !taken.changes.isEmpty else {
+            // The common case: blocks only, handed over whole by relinking their segments.
+            blocks.append(contentsOf: &taken.blocks)
+            return
         }
+        var absorbed = 0
+        for change in taken.changes {
+            while absorbed < change.blocksBefore, let block = taken.blocks.popFirst(pool: inbox.segments) {
+                blocks.append(block, pool: inbox.segments)
+                absorbed += 1
+            }
+            change.apply()
+        }
+        blocks.append(contentsOf: &taken.blocks)
+        taken.changes.removeAll(keepingCapacity: true)
+    }
+
+    /// An empty block queue, usually one that kept a segment, so a pass allocates nothing. Loop thread only.
+    func takeBlockQueue() -> BlockQueue {
+        spareBlockQueues.popLast() ?? BlockQueue()
+    }
+
+    /// Keeps the empty queue `queue` (and its segment) for ``takeBlockQueue()``. Loop thread only.
+    func giveBlockQueue(_ queue: inout BlockQueue) {
+        if spareBlockQueues.count < 4 {
+            spareBlockQueues.append(queue)
+        } else {
+            queue.releaseSegment(to: inbox.segments)
+        }
+        queue = BlockQueue()
     }
 
     /// Steps 1, 2, 6, 8 and the run's entry and exit: calls the current mode's observers of `activity`.
@@ -46,31 +73,37 @@ extension Loop {
     func runBlocks() {
         applyChanges()
         guard let state = currentModeState, !blocks.isEmpty else { return }
-        var batch = blockArrays.take()
+        var batch = takeBlockQueue()
         swap(&batch, &blocks)
-        // Blocks for other modes are rare: their array is only taken from the pool when one turns up.
-        var waiting: [PendingBlock]?
-        for block in batch {
+        // Blocks for other modes are rare: their queue is only taken when one turns up.
+        var waiting: BlockQueue?
+        // Each block is moved out of the batch and run as its own value (a block borrowed from storage would be
+        // copied for the call, retaining its closure's context only to release it after). Nothing but this
+        // function touches `batch` meanwhile: a nested run takes queues of its own.
+        while let block = batch.popFirst(pool: inbox.segments) {
             if canRun(block, state) {
                 run(block)
             } else {
-                if waiting == nil { waiting = blockArrays.take() }
-                waiting!.append(block)
+                if waiting == nil { waiting = takeBlockQueue() }
+                waiting!.append(block, pool: inbox.segments)
             }
         }
-        if waiting != nil {  // Mutated in place: binding it to a new variable would copy the array.
-            waiting!.append(contentsOf: blocks)
+        if waiting != nil {  // Mutated in place: binding it to a new variable would copy the queue.
+            waiting!.append(contentsOf: &blocks)
             swap(&waiting!, &blocks)
-            blockArrays.give(&waiting!)
+            giveBlockQueue(&waiting!)
         }
-        blockArrays.give(&batch)
+        giveBlockQueue(&batch)
     }
 
+    @inline(__always)
     func matches(_ modes: BlockModes, _ state: ModeState) -> Bool {
         switch modes {
-        case .one(let mode):
-            return matches(mode, state)
-        case .many(let list):
+        case .defaultMode:
+            return state.isDefault
+        case .commonModes:
+            return state.isCommon
+        case .named(let list):
             return list.contains { matches($0, state) }
         }
     }

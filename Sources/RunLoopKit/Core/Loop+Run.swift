@@ -116,12 +116,7 @@ extension Loop {
     /// The mode `name` created because a pending block names it (CF creates a block's modes when it is queued;
     /// creating them here keeps ``perform(in:_:)`` free of dictionary work).
     private func modeNamedByPendingBlock(_ name: Mode) -> ModeState? {
-        let named = blocks.contains { block in
-            switch block.modes {
-            case .one(let mode): mode == name
-            case .many(let modes): modes.contains(name)
-            }
-        }
+        let named = blocks.contains { $0.modes.names(name) }
         return named ? mode(named: name) : nil
     }
 

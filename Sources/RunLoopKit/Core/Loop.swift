@@ -43,6 +43,9 @@ public final class Loop: @unchecked Sendable {
     private let runningMode = Locked<Mode?>(nil)
     /// The owning thread's kernel id, for descriptions.
     let threadID: pid_t
+    /// The owning thread's `pthread_self()` (0 for the main loop, which another thread may create): a quick "no"
+    /// for ``isCurrent`` from any other thread, without reading the registry's thread-specific slot.
+    private let ownerThread: pthread_t
     /// Whether this is the main thread's loop.
     public let isMain: Bool
     /// The names of the loop's modes, for ``allModes``, ``commonModes`` and `contains` from any thread: updated on
@@ -87,15 +90,15 @@ public final class Loop: @unchecked Sendable {
     /// Signalled sources not yet performed, sorted by order, then by signal arrival.
     @exclusivity(unchecked) var signalledSources: [LoopSource] = []
     /// Blocks waiting for a pass in one of their modes, oldest first.
-    @exclusivity(unchecked) var blocks: [PendingBlock] = []
+    @exclusivity(unchecked) var blocks = BlockQueue()
     /// The main loop's service of Dispatch's main queue (Loop+MainQueue.swift).
     @exclusivity(unchecked) var mainQueue = MainQueueService()
     /// Whether an actor job of this loop is running: runs nested inside it run no other job (Loop+Executor.swift).
     @exclusivity(unchecked) var isRunningJob = false
 
     /// Reusable arrays, so a pass allocates nothing in the steady state (nested runs take their own).
-    @exclusivity(unchecked) var blockArrays = ArrayPool<PendingBlock>()
-    @exclusivity(unchecked) var inboxArrays = ArrayPool<Inbox.Entry>()
+    @exclusivity(unchecked) var spareBlockQueues: [BlockQueue] = []
+    @exclusivity(unchecked) var changeArrays = ArrayPool<Inbox.Change>()
     @exclusivity(unchecked) var sourceArrays = ArrayPool<LoopSource>()
     @exclusivity(unchecked) var timerArrays = ArrayPool<LoopTimer>()
     @exclusivity(unchecked) var callbackArrays = ArrayPool<CallbackTimers.Entry>()
@@ -118,6 +121,7 @@ public final class Loop: @unchecked Sendable {
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
         self.mainQueueEnabled = Atomic(isMain && poller.forkGeneration == 0)
         self.threadID = isMain ? getpid() : ThreadIdentity.currentThreadID()
+        self.ownerThread = isMain ? 0 : pthread_self()
         _ = mode(named: .default)
     }
 
@@ -157,7 +161,12 @@ public final class Loop: @unchecked Sendable {
     public static var main: Loop { LoopRegistry.main() }
 
     /// Whether the calling thread owns this loop (and so may run it).
-    public var isCurrent: Bool { LoopRegistry.isCurrent(self) }
+    public var isCurrent: Bool {
+        // Another thread than the one that made the loop is never its thread (a thread that reuses the pthread_t
+        // of an exited owner starts after the teardown, which the registry then answers for).
+        if !isMain && pthread_equal(pthread_self(), ownerThread) == 0 { return false }
+        return LoopRegistry.isCurrent(self)
+    }
 
     // MARK: Any thread
 
@@ -200,8 +209,26 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
-        if mode != .default { noteNamed(mode) }
-        return enqueue(PendingBlock(modes: .one(mode), closure: block))
+        let modes: BlockModes
+        if mode == .default {
+            modes = .defaultMode
+        } else if mode == .common {
+            modes = .commonModes
+        } else {
+            modes = .named(blockModeList(naming: mode))
+        }
+        return enqueue(PendingBlock(modes: modes, closure: block))
+    }
+
+    /// Queues `block` to run once on the loop's thread, at the next block point of a pass in the default mode: the
+    /// same as ``perform(in:_:)-(Mode,_)`` with ``Mode/default``. Safe from any thread.
+    ///
+    /// The call `loop.perform { … }` lands here: without a mode argument for the caller to build and release, it
+    /// is the cheapest way to post.
+    /// - Returns: `false` if the loop's thread has exited, so the block will never run.
+    @discardableResult
+    public func perform(_ block: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(PendingBlock(modes: .defaultMode, closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
@@ -212,28 +239,35 @@ public final class Loop: @unchecked Sendable {
     @discardableResult
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
         guard !modes.isEmpty else { return false }
-        for mode in modes where mode != .default { noteNamed(mode) }
-        return enqueue(PendingBlock(modes: .many(modes), closure: block))
-    }
-
-    /// Records that a block named `mode`, so ``allModes`` lists it from now on (as CF creates a block's modes).
-    private func noteNamed(_ mode: Mode) {
-        guard mode != .common else { return }
-        modeNames.withLock { names in
-            if !names.all.contains(mode) { names.all.append(mode) }
+        for mode in modes where mode != .default && mode != .common {
+            modeNames.withLock { names in names.noteNamedByBlock(mode) }
         }
+        return enqueue(PendingBlock(modes: BlockModes(modes), closure: block))
     }
 
-    private func enqueue(_ block: PendingBlock) -> Bool {
+    /// Records that a block named `mode` (neither the default nor the common mode), so ``allModes`` lists it from
+    /// now on (as CF creates a block's modes), and answers the one-element list such blocks hold, made once per
+    /// mode so that queueing allocates nothing.
+    private func blockModeList(naming mode: Mode) -> [Mode] {
+        modeNames.withLock { names in names.blockModeList(naming: mode) }
+    }
+
+    @inline(__always)
+    private func enqueue(_ block: consuming PendingBlock) -> Bool {
         if terminated.load(ordering: .acquiring) { return false }
         if isCurrent {
-            blocks.append(block)
-        } else {
-            // Refused: the thread is exiting, or its LoopThread is stopping (``refuseBlocksFromOtherThreads()``).
-            guard inbox.post(.block(block), isClosureBlock: true) else { return false }
-            poller.wakeIfSleeping()
+            blocks.append(block, pool: inbox.segments)
+            return true
         }
-        return true
+        switch inbox.post(block, isClosureBlock: true) {
+        case .refused:  // The thread is exiting, or its LoopThread is stopping (``refuseBlocksFromOtherThreads()``).
+            return false
+        case .queuedFirst:
+            poller.wakeIfSleeping()
+            return true
+        case .queuedBehind:  // The post that found the inbox empty wakes the loop for the whole batch.
+            return true
+        }
     }
 
     /// Runs `change` on the loop's thread: now when called there, else before the loop's next pass (waking it).
@@ -242,8 +276,7 @@ public final class Loop: @unchecked Sendable {
             change()
         } else {
             guard !terminated.load(ordering: .acquiring) else { return }
-            inbox.post(.change(change))
-            poller.wakeIfSleeping()
+            if inbox.post(change: change) == .queuedFirst { poller.wakeIfSleeping() }
         }
     }
 

@@ -26,7 +26,7 @@ public final class LoopExecutor: SerialExecutor {
         self.loop = loop
         self.modes = modes
         // One mode keeps the core's single-mode fast path (no array to search in each pass).
-        blockModes = modes.count == 1 ? .one(modes[0]) : .many(modes)
+        blockModes = BlockModes(modes)
     }
 
     /// Queues an actor's job to run once on the loop's thread, at the next block point of a pass in one of

@@ -9,6 +9,24 @@ struct ModeNames {
     /// The common modes.
     var common: Set<Loop.Mode> = [.default]
 
+    /// For each mode a block named alone, the one-element list such blocks hold (see ``BlockModes``).
+    var blockModeLists: [Loop.Mode: [Loop.Mode]] = [:]
+
+    /// Records that a block named `mode` (not ``Loop/Mode/common``): it is listed from now on.
+    mutating func noteNamedByBlock(_ mode: Loop.Mode) {
+        if !all.contains(mode) { all.append(mode) }
+    }
+
+    /// Records that a block named `mode` alone (neither the default nor the common mode) and answers the list
+    /// it holds, made on first use.
+    mutating func blockModeList(naming mode: Loop.Mode) -> [Loop.Mode] {
+        if let list = blockModeLists[mode] { return list }
+        noteNamedByBlock(mode)
+        let list = [mode]
+        blockModeLists[mode] = list
+        return list
+    }
+
     /// Records that the loop's thread created `mode` with `id`.
     mutating func created(_ mode: Loop.Mode, id: Int) {
         ids[mode] = id

@@ -6,6 +6,8 @@ final class ModeState {
     /// Whether the mode is one of the loop's common modes, so passes (a block or job for ``Loop/Mode/common``, the
     /// main queue) need not hash its name. Set when the mode is created or made common (never cleared, as in CF).
     @exclusivity(unchecked) var isCommon = false
+    /// Whether this is ``Loop/Mode/default``, so passes match blocks queued for it without comparing names.
+    let isDefault: Bool
 
     // Unordered; each item records its index here (its slot) in its `ItemCore` membership for this mode, so
     // insert and remove are O(1) without hashing: removal moves the last item into the hole.
@@ -20,6 +22,7 @@ final class ModeState {
     init(name: Loop.Mode, id: Int) {
         self.name = name
         self.id = id
+        self.isDefault = name == .default
     }
 
     /// How many of its sources, descriptor sources and timers keep a run of the mode going (those whose

@@ -2,7 +2,8 @@
  * The wake-up handshake between threads that hand a loop work and the loop going to sleep, as a Promela model
  * for spin (scripts/check-handshake.sh runs it; CI too). Change this model together with the code it mirrors:
  *
- *   posting a block       Loop.enqueue -> Inbox.post (entries under a mutex, then count += 1), Poller.wakeIfSleeping
+ *   posting a block       Loop.enqueue -> Inbox.post (under the mutex: append; if the inbox was empty, set
+ *                         hasEntries), then Poller.wakeIfSleeping only if this post found the inbox empty
  *   signalling a source   LoopSource.signal (signalled.exchange(true)), SignalStack.push, Poller.wakeIfSleeping
  *   stopping              Loop.stop (stopRequested = true), Poller.wakeIfSleeping
  *   waking                Poller.wakeIfSleeping: isWaiting? then wakeUpPending.exchange(true)? then eventfd write
@@ -19,7 +20,9 @@
  *   3. Nothing is lost: at the end every block ran or is still queued for the next run.
  *
  * Build with -DBROKEN_CHECK_BEFORE_ANNOUNCE to check the classic bug instead (the loop looks for work before it
- * announces that it sleeps): spin must then report the lost wake-up. scripts/check-handshake.sh runs both.
+ * announces that it sleeps), or with -DBROKEN_FLAG_CLEARED_AFTER_UNLOCK (the loop clears the inbox's flag after
+ * releasing its lock, so a post in between loses its flag): spin must then report the lost wake-up.
+ * scripts/check-handshake.sh runs all three.
  */
 
 #define POSTERS 2
@@ -27,9 +30,10 @@
 #define SIGNALS 2
 #define BLOCKS (POSTERS * POSTS)
 
-/* The inbox: entries under the mutex, and the atomic count the loop reads without the mutex. */
+/* The inbox: entries under its mutex, and the atomic flag, written under the mutex, that the loop reads without. */
+bool inboxLocked = false;
 byte entries = 0;
-byte count = 0;
+bool hasEntries = false;
 /* The source: its signalled flag, and whether it sits on the lock-free signal stack. */
 bool signalled = false;
 bool stacked = false;
@@ -58,10 +62,20 @@ inline wakeIfSleeping() {
 
 active [POSTERS] proctype Poster() {
     byte i;
+    bool first;
     for (i : 1 .. POSTS) {
-        entries++;          /* under the inbox mutex */
-        count++;            /* sequentially consistent */
-        wakeIfSleeping()
+        atomic { !inboxLocked -> inboxLocked = true };   /* Inbox.post: lock */
+        first = (entries == 0);
+        entries++;
+        if
+        :: first -> hasEntries = true   /* sequentially consistent store, lock held */
+        :: else -> skip
+        fi;
+        inboxLocked = false;            /* unlock */
+        if
+        :: first -> wakeIfSleeping()    /* a post behind others leaves the wake-up to the first one */
+        :: else -> skip
+        fi
     }
     producersDone++
 }
@@ -79,8 +93,10 @@ active proctype Signaller() {
     producersDone++
 }
 
+/* The stop comes only once every block ran and every signal was performed: its own wake-up must not rescue a loop
+ * that missed the wake-up of a post or a signal (that loop sleeps for good, and the Watchdog sees it). */
 active proctype Stopper() {
-    producersDone == POSTERS + 1;   /* after every post and signal */
+    atomic { producersDone == POSTERS + 1 && ran == BLOCKS && !stacked && !signalled };
     stopRequested = true;
     wakeIfSleeping()
 }
@@ -91,9 +107,17 @@ active proctype Loop() {
     do
     :: /* steps 0, 3, 5, 10: take the inbox's blocks and run them (Inbox.takeAll) */
        if
-       :: count > 0 ->
-           atomic { taken = entries; entries = 0 };
-           count = count - taken;
+       :: hasEntries ->
+           atomic { !inboxLocked -> inboxLocked = true };
+           taken = entries;
+           entries = 0;
+#ifdef BROKEN_FLAG_CLEARED_AFTER_UNLOCK
+           inboxLocked = false;
+           hasEntries = false;  /* a post in between finds the inbox empty and sets the flag, which this clears */
+#else
+           hasEntries = false;
+           inboxLocked = false;
+#endif
            ran = ran + taken;
            assert(ran <= BLOCKS)
        :: else -> skip
@@ -115,11 +139,11 @@ active proctype Loop() {
        fi;
        /* steps 6-8: about to sleep */
 #ifdef BROKEN_CHECK_BEFORE_ANNOUNCE
-       block = !(count > 0 || stacked || stopRequested);
+       block = !(hasEntries || stacked || stopRequested);
        isWaiting = true;
 #else
        isWaiting = true;
-       block = !(count > 0 || stacked || stopRequested);
+       block = !(hasEntries || stacked || stopRequested);
 #endif
        if
        :: block ->
@@ -135,10 +159,10 @@ end_asleep:
        wakeUpPending = false
     od;
     /* property 3: every block ran, or waits in the inbox for the next run */
-    assert(ran + count == BLOCKS)
+    assert(ran + entries == BLOCKS)
 }
 
 /* Property 1: when no process can move, the loop must not be asleep with work waiting for it. */
 active proctype Watchdog() {
-    timeout -> assert(!(loopAsleep && (count > 0 || stacked || stopRequested)))
+    timeout -> assert(!(loopAsleep && (entries > 0 || stacked || stopRequested)))
 }

@@ -34,6 +34,25 @@ extension LoopThread {
             guard queued else { throw LoopThread.stoppedError() }
         }
 
+        /// Queues `work` on `loop` for a pass in `mode` unless stopping began: ``admit(_:in:on:)-([Loop.Mode],_,_)``
+        /// for one mode, without making an array of it.
+        ///
+        /// - Throws: ``LoopError/Code/threadStopped`` once stopping began.
+        @inline(__always)
+        func admit(_ work: @escaping @Sendable () -> Void, in mode: Loop.Mode, on loop: Loop) throws(LoopError) {
+            guard !isStopping else { throw LoopThread.stoppedError() }
+            guard loop.perform(in: mode, work) else { throw LoopThread.stoppedError() }
+        }
+
+        /// Queues `work` on `loop` for a pass in the default mode unless stopping began.
+        ///
+        /// - Throws: ``LoopError/Code/threadStopped`` once stopping began.
+        @inline(__always)
+        func admit(_ work: @escaping @Sendable () -> Void, on loop: Loop) throws(LoopError) {
+            guard !isStopping else { throw LoopThread.stoppedError() }
+            guard loop.perform(work) else { throw LoopThread.stoppedError() }
+        }
+
         /// Closes admission and asks the worker's loop to stop; answers whether this call began the stop.
         @discardableResult
         func requestStop() -> Bool {
@@ -109,7 +128,7 @@ extension LoopThread {
         // LoopThread.perform throws threadStopped). Every block accepted before (possibly before the first run
         // began) runs now, each in a pass of a mode it was queued for, and so do actor jobs queued until the thread
         // exits (they may queue more jobs and blocks). Closing the inbox takes what is still on its way, jobs
-        // included, without trusting its count; after that nothing more comes in.
+        // included, under its lock; after that nothing more comes in.
         loop.refuseBlocksFromOtherThreads()
         while true {
             while let mode = loop.modeForQueuedWork() {

@@ -94,7 +94,17 @@ public final class LoopThread: Sendable {
     ///   - work: The block; it runs on the worker's thread.
     /// - Throws: ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
     public func perform(in mode: Loop.Mode = .default, _ work: @escaping @Sendable () -> Void) throws(LoopError) {
-        try perform(in: [mode], work)
+        try worker.admit(work, in: mode, on: loop)
+    }
+
+    /// Queues `work` to run once on the worker, at the next block point of a pass in the default mode (the mode the
+    /// worker runs): the same as ``perform(in:_:)-(Loop.Mode,_)`` with ``Loop/Mode/default``, without a mode
+    /// argument to build. Safe from any thread.
+    ///
+    /// - Parameter work: The block; it runs on the worker's thread.
+    /// - Throws: ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
+    public func perform(_ work: @escaping @Sendable () -> Void) throws(LoopError) {
+        try worker.admit(work, on: loop)
     }
 
     /// Queues `work` to run once on the worker, at the next block point of a pass in any of `modes`: use it for

@@ -24,6 +24,46 @@ import Testing
         #expect(onLoopThread.all == [true, true, true, true, true])
     }
 
+    /// `perform(_:)` without a mode is `perform(in: .default, _:)`: its blocks wait through a pass of another mode,
+    /// and run, in order with blocks queued with the mode named, in the default mode.
+    @Test func performWithoutAModeQueuesForTheDefaultMode() {
+        let ran = Recorder<String>()
+        ItemsSupport.onLoopThread { loop in
+            #expect(loop.perform { ran.append("bare") })
+            #expect(loop.perform(in: .default) { ran.append("named") })
+            #expect(loop.perform(in: "elsewhere") { ran.append("elsewhere") })
+            loop.run(in: "elsewhere", for: .zero)
+            #expect(ran.all == ["elsewhere"])
+            loop.run(in: .default, for: .zero)
+        }
+        #expect(ran.all == ["elsewhere", "bare", "named"])
+    }
+
+    /// Another thread's item change is applied where it was posted among that thread's blocks: a block the change
+    /// queues (here from a source's schedule handler) runs after the blocks posted before the change, and before
+    /// those posted after it, even when all of them reach the loop in one batch.
+    @Test func aBlockQueuedByAChangeRunsWhereTheChangeWasPosted() throws {
+        let thread = try LoopThread(name: "change-order")
+        defer { thread.stop() }
+        let ran = Recorder<String>()
+        let held = Counter()
+        let released = Counter()
+        // Holds the worker inside a block, so that everything posted below reaches it in one batch.
+        try thread.perform {
+            held.increment()
+            while released.current == 0 { usleep(100) }
+        }
+        #expect(waitUntil { held.current == 1 })
+        try thread.perform { ran.append("before") }
+        let source = LoopSource(schedule: { loop, _ in loop.perform { ran.append("scheduled") } }, perform: {})
+        try thread.loop.add(source, to: .default)
+        try thread.perform { ran.append("after") }
+        released.increment()
+        #expect(waitUntil { ran.count == 3 })
+        #expect(ran.all == ["before", "scheduled", "after"])
+        source.invalidate()
+    }
+
     @Test func blocksFromOtherThreadsRunInOrderPerProducer() {
         let producers = 3
         let perProducer = 500
