@@ -4,7 +4,7 @@
 # processes run in alternation (round r: every peer once, then round r+1). Builds everything first (release).
 #
 # Usage: scripts/compare-peers.sh [--quick] [--runs N]
-#            [--peers "limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb"]
+#            [--peers "limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb runloopkit-fn"]
 #                                 [--no-write]
 #   --quick     smoke run: every size ÷ 10 (W4's live window stays 10,000); the table is printed, Docs are left alone
 #   --runs N    processes per cell (default 3)
@@ -23,7 +23,7 @@ fi
 
 quick=()
 runs=3
-peers="limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb"
+peers="limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb runloopkit-fn"
 write=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -52,7 +52,7 @@ done
 read -r -a peer_list <<<"$peers"
 for peer in "${peer_list[@]}"; do
     case "$peer" in
-    limit | libuv | nio | nio-cb | foundation | runloopkit | runloopkit-lt | runloopkit-cb) ;;
+    limit | libuv | nio | nio-cb | foundation | runloopkit | runloopkit-lt | runloopkit-cb | runloopkit-fn) ;;
     *) echo "compare-peers: unknown peer '$peer'" >&2; exit 2 ;;
     esac
 done
@@ -112,12 +112,13 @@ if has_peer foundation; then
     log "building scripts/peers/foundation-bench (release)"
     (cd scripts/peers/foundation-bench && swift build -c release --scratch-path .build-release >&2) || broken[foundation]=1
 fi
-if has_peer runloopkit || has_peer runloopkit-lt || has_peer runloopkit-cb; then
+if has_peer runloopkit || has_peer runloopkit-lt || has_peer runloopkit-cb || has_peer runloopkit-fn; then
     log "building loop-bench (release)"
     swift build -c release --scratch-path .build-bench --product loop-bench >&2 || {
         broken[runloopkit]=1
         broken[runloopkit-lt]=1
         broken[runloopkit-cb]=1
+        broken[runloopkit-fn]=1
     }
 fi
 built=$(date +%s)
@@ -142,6 +143,7 @@ command_for() { # peer, workload
         echo "${pin[*]} .build-bench/release/loop-bench ${workload}t --runs 1 ${quick[*]}" ;;
     runloopkit-cb) [[ "$workload" == W3 || "$workload" == W4 ]] &&
         echo "${pin[*]} .build-bench/release/loop-bench ${workload}c --runs 1 ${quick[*]}" ;;
+    runloopkit-fn) [[ "$workload" == W2 ]] && echo "${pin[*]} .build-bench/release/loop-bench W2f --runs 1 ${quick[*]}" ;;
     esac
 }
 
@@ -157,7 +159,7 @@ for workload in "${workloads[@]}"; do
             log "$workload round $round/$runs: $peer"
             # shellcheck disable=SC2086
             if timeout 600 $cmd >"$work/out" 2>"$work/err"; then
-                grep -E '^W[0-9][tc]?(@cpu[0-9]+)? [a-z0-9_]+ -?[0-9.]+$' "$work/out" |
+                grep -E '^W[0-9](t|c|f|tf)?(@cpu[0-9]+)? [a-z0-9_]+ -?[0-9.]+$' "$work/out" |
                     awk -v w="$workload" -v p="$peer" '{ print w, p, $2, $3 }' >>"$results"
             else
                 log "$workload $peer FAILED (round $round): $(tail -n 3 "$work/err" "$work/out" | tr '\n' ' ')"

@@ -7,12 +7,15 @@ import Synchronization
 /// closure that is not the next one expected from its producer.
 ///
 /// `W2t` is the same workload posted through the documented keep-alive worker, `LoopThread.perform`, instead of
-/// `Loop.perform` on a plain loop thread.
+/// `Loop.perform` on a plain loop thread. `W2f` and `W2tf` post allocation-free function calls instead of closures
+/// (`perform(with:_:)`: a C function and one word, here the producer and sequence number packed), as the C peers do.
 class FanInBenchmark: Benchmark {
     class var id: String { "W2" }
     class var title: String { "fan-in" }
-    /// Whether the consumer is a `LoopThread` fed through its `perform` (W2t).
+    /// Whether the consumer is a `LoopThread` fed through its `perform` (W2t, W2tf).
     class var viaLoopThread: Bool { false }
+    /// Whether producers post `perform(with:_:)` function calls instead of closures (W2f, W2tf).
+    class var postsFunctionCalls: Bool { false }
 
     private static let producerCount = 2
     private let perProducer: Int
@@ -31,23 +34,32 @@ class FanInBenchmark: Benchmark {
         let tally = Tally(producers: Self.producerCount, total: Self.producerCount * perProducer)
         let (ready, gate, perProducer) = (ready, gate, perProducer)
         let post: @Sendable (@escaping @Sendable () -> Void) -> Void
+        let call: @Sendable (Int) -> Void
         if Self.viaLoopThread {
             let thread = try LoopThread(name: "fan-in")
             consumerThread = thread
             post = { try! thread.perform($0) }
+            call = { try! thread.perform(with: $0, receiveFanInCall) }
         } else {
             let consumer = LoopHost()
             self.consumer = consumer
             let loop = consumer.loop
             post = { loop.perform($0) }
+            call = { loop.perform(with: $0, receiveFanInCall) }
         }
+        let postsFunctionCalls = Self.postsFunctionCalls
+        fanInTally = Unmanaged.passUnretained(tally)  // Kept alive by `self.tally` until tearDown.
         producers = (0..<Self.producerCount).map { producer in
             BenchThread {
                 ready.increment()
                 gate.wait()
                 tally.released.min(Clock.monotonic(), ordering: .relaxed)
-                for sequence in 0..<perProducer {
-                    post { tally.receive(producer: producer, sequence: sequence) }
+                if postsFunctionCalls {
+                    for sequence in 0..<perProducer { call(producer << 32 | sequence) }
+                } else {
+                    for sequence in 0..<perProducer {
+                        post { tally.receive(producer: producer, sequence: sequence) }
+                    }
                 }
             }
         }
@@ -92,6 +104,30 @@ final class FanInViaLoopThreadBenchmark: FanInBenchmark {
     override class var id: String { "W2t" }
     override class var title: String { "fan-in via LoopThread.perform" }
     override class var viaLoopThread: Bool { true }
+}
+
+/// W2f: W2 with allocation-free function calls (`Loop.perform(with:_:)`).
+final class FanInFunctionCallBenchmark: FanInBenchmark {
+    override class var id: String { "W2f" }
+    override class var title: String { "fan-in, function calls" }
+    override class var postsFunctionCalls: Bool { true }
+}
+
+/// W2tf: W2t with allocation-free function calls (`LoopThread.perform(with:_:)`).
+final class FanInFunctionCallViaLoopThreadBenchmark: FanInBenchmark {
+    override class var id: String { "W2tf" }
+    override class var title: String { "fan-in via LoopThread, function calls" }
+    override class var viaLoopThread: Bool { true }
+    override class var postsFunctionCalls: Bool { true }
+}
+
+/// The tally of the W2f/W2tf run in progress, for the C function below (which can capture nothing). Set before the
+/// producers start, read by the consumer only.
+nonisolated(unsafe) private var fanInTally: Unmanaged<Tally>?
+
+/// W2f's posted function: unpacks the producer and sequence number and tallies them on the consumer's thread.
+private let receiveFanInCall: @convention(c) (Int) -> Void = { packed in
+    fanInTally!.takeUnretainedValue().receive(producer: packed >> 32, sequence: packed & 0xFFFF_FFFF)
 }
 
 /// What the consumer saw. Touched on the consumer's thread only (and read by the main thread after `done` or a

@@ -1,4 +1,4 @@
-/// The command line: `loop-bench [W1|W1t|W2|W2t|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|all] [--runs N] [--quick]
+/// The command line: `loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|all] [--runs N] [--quick]
 /// [--in-process]`.
 struct Options {
     /// The workloads to run, in order.
@@ -19,6 +19,8 @@ struct Options {
             PingPongViaLoopThreadBenchmark.self,
             FanInBenchmark.self,
             FanInViaLoopThreadBenchmark.self,
+            FanInFunctionCallBenchmark.self,
+            FanInFunctionCallViaLoopThreadBenchmark.self,
             TimerFiringBenchmark.self,
             CallbackFiringBenchmark.self,
             TimerChurnBenchmark.self,
@@ -36,8 +38,9 @@ struct Options {
     }
 
     static let usage = """
-        usage: loop-bench [W1|W1t|W2|W2t|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|all]... [--runs N] [--quick] [--in-process]
-          W1 ping-pong, W2 fan-in (W1t, W2t: through LoopThread.perform), W3 timers, W4 churn (W3c, W4c: with
+        usage: loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|all]... [--runs N] [--quick] [--in-process]
+          W1 ping-pong, W2 fan-in (W1t, W2t: through LoopThread.perform;
+          W2f, W2tf: allocation-free perform(with:) calls), W3 timers, W4 churn (W3c, W4c: with
           one-shot callbacks, Loop.schedule(at:)), W5 wake latency
           (Docs/Benchmarks.md),
           F footprint per idle loop (descriptors, resident bytes), P pass cost (1 vs 10,000 idle items),

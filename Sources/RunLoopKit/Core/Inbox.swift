@@ -43,31 +43,56 @@ struct QueuedJob {
     let executor: UnownedSerialExecutor
 }
 
-/// A block waiting for a pass in one of its modes: a closure from ``Loop/perform(in:_:)-(Mode,_)``, or an actor's
-/// job (then `job` is set and `closure` is an empty closure without context, never called).
+/// A C function and the word it is called with: a block from ``Loop/perform(with:_:)``. Trivially copyable: it has
+/// no context to allocate or count.
+struct FunctionCall {
+    let function: @convention(c) (Int) -> Void
+    let argument: Int
+}
+
+/// What a block runs when it is not a closure: an actor's job, or a function call. Both are plain words, so the
+/// enum is trivially copyable.
+enum BlockWork {
+    case job(QueuedJob)
+    case call(FunctionCall)
+}
+
+/// A block waiting for a pass in one of its modes: a closure from ``Loop/perform(in:_:)-(Mode,_)``, or (then `work`
+/// is set and `closure` is an empty closure without context, never called) an actor's job or a function call from
+/// ``Loop/perform(with:_:)``.
 ///
-/// Not one enum of the two: copying a block costs a plain retain of the closure's context and a copy of plain
+/// Not one enum of all three: copying a block costs a plain retain of the closure's context and a copy of plain
 /// words, without outlined switches over cases. The hot paths move blocks rather than copy them.
 struct PendingBlock {
     let modes: BlockModes
     let closure: @Sendable () -> Void
-    let job: QueuedJob?
+    let work: BlockWork?
 
     init(modes: BlockModes, closure: @escaping @Sendable () -> Void) {
         self.modes = modes
         self.closure = closure
-        self.job = nil
+        self.work = nil
     }
 
     init(modes: BlockModes, job: QueuedJob) {
         self.modes = modes
         self.closure = PendingBlock.noClosure
-        self.job = job
+        self.work = .job(job)
     }
 
-    /// The closure of a job's block: it captures nothing, so storing and copying it retains nothing.
-    private static let noClosure: @Sendable () -> Void = {}
+    init(modes: BlockModes, call: FunctionCall) {
+        self.modes = modes
+        self.closure = PendingBlock.noClosure
+        self.work = .call(call)
+    }
 
+    /// The actor's job, if the block is one.
+    var job: QueuedJob? {
+        if case .job(let job) = work { job } else { nil }
+    }
+
+    /// The closure of a job's or a call's block: it captures nothing, so storing and copying it retains nothing.
+    private static let noClosure: @Sendable () -> Void = {}
 }
 
 /// Work other threads hand to a loop: blocks and jobs, and changes to the loop's items (applied on its thread).

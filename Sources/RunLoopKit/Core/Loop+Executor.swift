@@ -71,15 +71,18 @@ extension Loop {
         matches(block.modes, state) && (block.job == nil || !isRunningJob)
     }
 
-    /// Runs a block's closure, or its job on the job's executor. Loop thread only.
+    /// Runs a block's closure, its job on the job's executor, or its function call. Loop thread only.
     @inline(__always)
     func run(_ block: PendingBlock) {
-        if let queued = block.job {
+        switch block.work {
+        case nil:
+            block.closure()
+        case .job(let queued):
             isRunningJob = true
             queued.job.runSynchronously(on: queued.executor)
             isRunningJob = false
-        } else {
-            block.closure()
+        case .call(let call):
+            call.function(call.argument)
         }
     }
 

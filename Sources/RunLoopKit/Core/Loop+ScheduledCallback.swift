@@ -62,14 +62,13 @@ extension Loop {
             throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
         }
         let id = remoteCallbackIDs.add(1, ordering: .relaxed).newValue
-        let posted = inbox.post(
-            .change { [self, toleranceNanoseconds] in
-                let (slot, generation) = insertCallback(
-                    deadline: deadline, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, callback)
-                remoteCallbacks[id] = (slot, generation)
-            })
-        guard posted else { throw LoopError(.loopTerminated, message: "the loop's thread has exited") }
-        poller.wakeIfSleeping()
+        let posting = inbox.post(change: { [self, toleranceNanoseconds] in
+            let (slot, generation) = insertCallback(
+                deadline: deadline, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, callback)
+            remoteCallbacks[id] = (slot, generation)
+        })
+        guard posting != .refused else { throw LoopError(.loopTerminated, message: "the loop's thread has exited") }
+        if posting == .queuedFirst { poller.wakeIfSleeping() }
         return ScheduledCallback(loopSerial: serial, slot: -1, key: id)
     }
 
@@ -96,7 +95,7 @@ extension Loop {
         if isCurrent {
             cancelNow(callback)
         } else if !terminated.load(ordering: .acquiring) {
-            if inbox.post(.change { [self] in cancelNow(callback) }) { poller.wakeIfSleeping() }
+            if inbox.post(change: { [self] in cancelNow(callback) }) == .queuedFirst { poller.wakeIfSleeping() }
         }
     }
 

@@ -43,9 +43,6 @@ public final class Loop: @unchecked Sendable {
     private let runningMode = Locked<Mode?>(nil)
     /// The owning thread's kernel id, for descriptions.
     let threadID: pid_t
-    /// The owning thread's `pthread_self()` (0 for the main loop, which another thread may create): a quick "no"
-    /// for ``isCurrent`` from any other thread, without reading the registry's thread-specific slot.
-    private let ownerThread: pthread_t
     /// Whether this is the main thread's loop.
     public let isMain: Bool
     /// The names of the loop's modes, for ``allModes``, ``commonModes`` and `contains` from any thread: updated on
@@ -121,7 +118,6 @@ public final class Loop: @unchecked Sendable {
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
         self.mainQueueEnabled = Atomic(isMain && poller.forkGeneration == 0)
         self.threadID = isMain ? getpid() : ThreadIdentity.currentThreadID()
-        self.ownerThread = isMain ? 0 : pthread_self()
         _ = mode(named: .default)
     }
 
@@ -162,10 +158,7 @@ public final class Loop: @unchecked Sendable {
 
     /// Whether the calling thread owns this loop (and so may run it).
     public var isCurrent: Bool {
-        // Another thread than the one that made the loop is never its thread (a thread that reuses the pthread_t
-        // of an exited owner starts after the teardown, which the registry then answers for).
-        if !isMain && pthread_equal(pthread_self(), ownerThread) == 0 { return false }
-        return LoopRegistry.isCurrent(self)
+        LoopRegistry.isCurrent(self)  // A load of the thread-local current loop (CurrentLoop.h) and a compare.
     }
 
     // MARK: Any thread
@@ -209,15 +202,7 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
-        let modes: BlockModes
-        if mode == .default {
-            modes = .defaultMode
-        } else if mode == .common {
-            modes = .commonModes
-        } else {
-            modes = .named(blockModeList(naming: mode))
-        }
-        return enqueue(PendingBlock(modes: modes, closure: block))
+        enqueue(PendingBlock(modes: blockModes(for: mode), closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in the default mode: the
@@ -243,6 +228,37 @@ public final class Loop: @unchecked Sendable {
             modeNames.withLock { names in names.noteNamedByBlock(mode) }
         }
         return enqueue(PendingBlock(modes: BlockModes(modes), closure: block))
+    }
+
+    /// Queues a call of `function(argument)` on the loop's thread, at the next block point of a pass in the default
+    /// mode; like ``perform(_:)`` in every other respect. Safe from any thread.
+    ///
+    /// The allocation-free way to post: a block is a Swift closure, whose captured values live in a context
+    /// allocated on the posting thread and freed on the loop's (a third of the cost of a cross-thread post, and
+    /// contended in malloc when many threads post); `function` is a C function pointer, which captures nothing (the
+    /// compiler refuses a closure that would), and `argument` is one word the loop stores in the queue: an index
+    /// into a table of yours, a count, or the bits of an `Unmanaged` reference. CF's version 0 sources and libuv's
+    /// callbacks pass their data the same way.
+    /// - Returns: `false` if the loop's thread has exited, so the call will never happen.
+    @discardableResult
+    public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
+        enqueue(PendingBlock(modes: .defaultMode, call: FunctionCall(function: function, argument: argument)))
+    }
+
+    /// Queues a call of `function(argument)` for a pass in `mode` (or any common mode, for ``Mode/common``); see
+    /// ``perform(with:_:)``. Safe from any thread.
+    /// - Returns: `false` if the loop's thread has exited, so the call will never happen.
+    @discardableResult
+    public func perform(in mode: Mode, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
+        enqueue(PendingBlock(modes: blockModes(for: mode), call: FunctionCall(function: function, argument: argument)))
+    }
+
+    /// The modes of a block queued for `mode`.
+    @inline(__always)
+    private func blockModes(for mode: Mode) -> BlockModes {
+        if mode == .default { return .defaultMode }
+        if mode == .common { return .commonModes }
+        return .named(blockModeList(naming: mode))
     }
 
     /// Records that a block named `mode` (neither the default nor the common mode), so ``allModes`` lists it from

@@ -107,6 +107,15 @@ public final class LoopThread: Sendable {
         try worker.admit(work, on: loop)
     }
 
+    /// Queues a call of `function(argument)` on the worker, at the next block point of a pass in the default mode:
+    /// the allocation-free post (``Loop/perform(with:_:)``: a C function pointer that captures nothing, and one word
+    /// of data). Safe from any thread.
+    ///
+    /// - Throws: ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
+    public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) throws(LoopError) {
+        guard !worker.isStopping, loop.perform(with: argument, function) else { throw LoopThread.stoppedError() }
+    }
+
     /// Queues `work` to run once on the worker, at the next block point of a pass in any of `modes`: use it for
     /// work that must also run while a block of the worker runs the loop nested in another mode (say
     /// `[.default, "tracking"]`). Safe from any thread.
