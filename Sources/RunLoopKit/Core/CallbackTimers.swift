@@ -49,12 +49,6 @@ struct CallbackTimers {
         let run: @Sendable () -> Void
     }
 
-    /// A callback taken out of the table (cancelled, or due to fire), with what its slot held.
-    struct Freed {
-        let slot: Slot
-        let callback: Stored?
-    }
-
     /// The mode id of a callback scheduled in ``Loop/Mode/common``: it fires in whichever common mode runs.
     static let commonModeID: Int32 = -1
 
@@ -106,12 +100,13 @@ struct CallbackTimers {
         return (slot, slots[Int(slot)].generation)
     }
 
-    /// Cancels the callback in `slot` wherever it is (heap, parked or due) and frees the slot; answers the freed
-    /// slot's state (its mode and remote id) and the closure, or `nil` when `slot` of `generation` holds nothing.
+    /// Cancels the callback in `slot` wherever it is (heap, parked or due) and frees the slot; answers what the slot
+    /// held (its mode and remote id), or `nil` when `slot` of `generation` holds nothing.
     ///
-    /// The closure is handed back rather than released here: releasing it may run a deinit of something it
-    /// captured, which may call into the loop, and must not do so while this table is being changed.
-    mutating func cancel(slot: Int32, generation: UInt32) -> Freed? {
+    /// The closure is handed back in `released` rather than released here: releasing it may run a deinit of
+    /// something it captured, which may call into the loop, and must not do so while this table is being changed.
+    /// (Plain values in and out: an optional struct holding the closure would be copied through value witnesses.)
+    mutating func cancel(slot: Int32, generation: UInt32, released: inout Stored?) -> Slot? {
         guard isScheduled(slot: slot, generation: generation) else { return nil }
         let place = slots[Int(slot)].place
         if place >= 0 {
@@ -119,7 +114,7 @@ struct CallbackTimers {
         } else if place == Place.parked {
             parked.removeAll { $0.slot == slot }
         }
-        return free(slot)
+        return free(slot, released: &released)
     }
 
     /// Removes the first entry of the heap (which must exist) and marks its slot due.
@@ -150,11 +145,11 @@ struct CallbackTimers {
         }
     }
 
-    /// The closure of a due callback, freeing its slot first (so a cancel from inside the callback finds nothing);
-    /// `nil` if it was cancelled since it was taken from the heap.
-    mutating func takeForFiring(_ entry: Entry) -> Freed? {
+    /// Frees the slot of a due callback (so a cancel from inside the callback finds nothing) and hands its closure
+    /// out in `callback`; answers what the slot held, or `nil` if it was cancelled since it was taken from the heap.
+    mutating func takeForFiring(_ entry: Entry, callback: inout Stored?) -> Slot? {
         guard slots[Int(entry.slot)].place == Place.due else { return nil }
-        return free(entry.slot)
+        return free(entry.slot, released: &callback)
     }
 
     /// Forgets every callback; answers the closures, for the caller to release once this table is consistent
@@ -175,14 +170,14 @@ struct CallbackTimers {
 
     // MARK: Slot and heap mechanics
 
-    private mutating func free(_ slot: Int32) -> Freed {
+    private mutating func free(_ slot: Int32, released: inout Stored?) -> Slot {
         let state = slots[Int(slot)]
-        let callback = callbacks[Int(slot)].take()
+        released = callbacks[Int(slot)].take()
         slots[Int(slot)].place = Place.free
         slots[Int(slot)].generation &+= 1
         freeSlots.append(slot)
         count -= 1
-        return Freed(slot: state, callback: callback)
+        return state
     }
 
     private mutating func push(_ entry: Entry) {

@@ -338,8 +338,9 @@ extension Loop {
 
     /// Runs a due callback unless an earlier handler of this pass cancelled it; its slot is free before it runs.
     private func fire(_ entry: CallbackTimers.Entry) {
-        guard let freed = callbackTimers.takeForFiring(entry), let callback = freed.callback else { return }
-        finished(freed.slot)
+        var callback: CallbackTimers.Stored?
+        guard let slot = callbackTimers.takeForFiring(entry, callback: &callback), let callback else { return }
+        finished(slot)
         callback.run()
     }
 

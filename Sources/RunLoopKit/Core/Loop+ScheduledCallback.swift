@@ -138,11 +138,11 @@ extension Loop {
     }
 
     private func cancelNow(_ callback: ScheduledCallback) {
-        guard let (slot, generation) = slotAndGeneration(of: callback),
-            let freed = callbackTimers.cancel(slot: slot, generation: generation)
-        else { return }
-        finished(freed.slot)
-        // `freed.callback` is released on return, now that the table is consistent again.
+        guard let (slot, generation) = slotAndGeneration(of: callback) else { return }
+        var released: CallbackTimers.Stored?
+        guard let state = callbackTimers.cancel(slot: slot, generation: generation, released: &released) else { return }
+        finished(state)
+        // `released` goes out of scope here, after the table is consistent again.
     }
 
     /// Books a callback's end (fired or cancelled): its mode's keep-alive count, and its remote id.

@@ -188,13 +188,17 @@ import Testing
                 sequence += 1
             } else if Bool.random(using: &random) {
                 let victim = live.remove(at: Int.random(in: 0..<live.count, using: &random))
-                #expect(table.cancel(slot: victim.slot, generation: victim.generation) != nil)
-                #expect(table.cancel(slot: victim.slot, generation: victim.generation) == nil)
+                var released: CallbackTimers.Stored?
+                #expect(table.cancel(slot: victim.slot, generation: victim.generation, released: &released) != nil)
+                #expect(released != nil)
+                #expect(table.cancel(slot: victim.slot, generation: victim.generation, released: &released) == nil)
             } else {
                 let expected = live.min { $0.key < $1.key }!
                 let first = table.takeFirstAsDue()
                 #expect(first.slot == expected.slot)
-                #expect(table.takeForFiring(first) != nil)
+                var callback: CallbackTimers.Stored?
+                #expect(table.takeForFiring(first, callback: &callback) != nil)
+                #expect(callback != nil)
                 live.removeAll { $0.slot == expected.slot }
             }
         }
