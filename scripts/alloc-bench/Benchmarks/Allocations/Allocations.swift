@@ -81,6 +81,30 @@ let benchmarks: @Sendable () -> Void = {
         hosted = nil
     }
 
+    // perform(with:_:) from another thread: a C function and one word, no closure context.
+    Benchmark("perform(with:), function call (other loop)", configuration: configuration) { benchmark in
+        let host = hosted!
+        for index in 0..<operations {
+            let target = performed.load(ordering: .relaxed) + 1
+            host.loop.perform(with: index) { _ in performed.add(1, ordering: .releasing) }
+            waitForPerformed(target)
+        }
+    } setup: {
+        hosted = HostedLoop()
+    } teardown: {
+        hosted?.shutDown()
+        hosted = nil
+    }
+
+    // A one-shot callback scheduled and cancelled on the loop's own thread (W4c's pair), capturing nothing.
+    Benchmark("one-shot callback schedule + cancel (own loop)", configuration: configuration) { benchmark in
+        let loop = Loop.current
+        let deadline = Loop.Instant.now + .seconds(3600)
+        for _ in 0..<operations {
+            loop.cancel(try loop.schedule(at: deadline) { performed.add(1, ordering: .relaxed) })
+        }
+    }
+
     // LoopTimer(fireAt:) + add + invalidate on the loop's own thread (W4's pair), with a handler that captures nothing.
     Benchmark("timer schedule + cancel (own loop)", configuration: configuration) { benchmark in
         let loop = Loop.current
