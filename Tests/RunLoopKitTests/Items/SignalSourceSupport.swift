@@ -17,6 +17,15 @@ enum SignalSupport {
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
+    /// Whether `signal` is pending for the calling thread or the process: sent, not delivered yet (a process-directed
+    /// signal waits there until a thread that does not block it runs).
+    static func isPending(_ signal: CInt) -> Bool {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigpending(&set)
+        return sigismember(&set, signal) == 1
+    }
+
     /// Sends `signal` to this process (any thread that does not block it runs the handler).
     static func sendToSelf(_ signal: CInt) {
         try! ProcessSignal.send(signal, to: getpid())

@@ -23,10 +23,13 @@ import Testing
             }
             let running = SignalSupport.startLoop(unblocking: [SIGUSR1]) { loop in try! loop.add(source) }
             for _ in 0..<1000 { SignalSupport.sendToSelf(SIGUSR1) }
-            // Every delivery the relay counted reaches the handler: wait until the two agree.
+            // Every delivery the relay counted reaches the handler: wait until the two agree and no kill is still
+            // on its way (a process-directed signal is delivered when the loop thread next runs; one still pending
+            // when the source is invalidated would meet the restored default disposition and end the process).
             let agreed = waitUntil(timeout: .seconds(20)) {
                 let delivered = SignalSourceTests.deliveredSum.load(ordering: .relaxed)
-                return delivered >= 1 && UInt64(delivered) == SignalRelay.deliveries(of: SIGUSR1)
+                return delivered >= 1 && !SignalSupport.isPending(SIGUSR1)
+                    && UInt64(delivered) == SignalRelay.deliveries(of: SIGUSR1)
             }
             let delivered = SignalSourceTests.deliveredSum.load(ordering: .relaxed)
             let calls = SignalSourceTests.handlerCalls.load(ordering: .relaxed)
