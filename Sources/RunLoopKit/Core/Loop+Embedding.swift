@@ -20,7 +20,8 @@ extension Loop {
     /// sleeps, so work sent from other threads wakes ``pollDescriptor``, and arms its timerfd for the mode's next
     /// timer.
     /// - Returns: `true` when work is ready already (queued on the loop's own thread, sent by another thread during
-    ///   the pass, or a timer that is due): call again before waiting. `false`: wait until ``pollDescriptor`` is
+    ///   the pass, or a timer that is due or due within 20 µs, sooner than a wait could end): call again before
+    ///   waiting. `false`: wait until ``pollDescriptor`` is
     ///   readable, then call again.
     @discardableResult
     public func runPass(in mode: Mode = .default) -> Bool {
