@@ -86,9 +86,10 @@ extension Loop {
     /// Cancels a scheduled callback that has not run yet, releasing its closure. Safe from any thread.
     ///
     /// On the loop's thread the callback will not run once this returns (also when called by another callback or
-    /// timer of the same pass). From another thread the cancellation reaches the loop before its next pass: a
-    /// callback already running, or due and fired before that, still runs (as with ``LoopTimer/invalidate()`` there
-    /// is no waiting for the loop). A callback that already ran or was cancelled, or one of another loop, is
+    /// timer of the same pass). From another thread the cancellation reaches the loop before its next pass, without
+    /// waiting for it: a callback already running, or due and fired before that, still runs. (A ``LoopTimer`` can
+    /// promise more there, because its `invalidate()` marks the object itself; use one when a cancel from another
+    /// thread must stop a firing at once.) A callback that already ran or was cancelled, or one of another loop, is
     /// ignored.
     public func cancel(_ callback: ScheduledCallback) {
         guard callback.loopSerial == serial else { return }
