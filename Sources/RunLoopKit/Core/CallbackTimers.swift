@@ -4,8 +4,8 @@
 ///
 /// A slot is named by its index and a generation that changes each time the slot is freed, so a stale
 /// ``Loop/ScheduledCallback`` never reaches a later callback that reuses the slot. Insert, cancel and taking the
-/// first are O(log n); the heap entry carries the key, so sifting reads only the heap's own array and writes each
-/// moved entry's position back into its slot. Loop thread only.
+/// first are O(log n); the heap entry carries the key, so sifting (``FourAryHeap``) reads only the heap's own array
+/// and writes each moved entry's position back into its slot. Loop thread only.
 struct CallbackTimers {
     /// A scheduled callback's place in the heap: its key (latest fire time, then sequence for FIFO among equal
     /// times, shared with ``LoopTimer``s) and its fire time.
@@ -183,19 +183,20 @@ struct CallbackTimers {
     private mutating func push(_ entry: Entry) {
         heap.append(entry)
         let hole = heap.count - 1
-        withHeapAndSlots { heap, slots in Self.siftUp(entry, from: hole, heap: heap, slots: slots) }
+        withHeapAndSlots { heap, slots in
+            FourAryHeap.siftUp(
+                entry, from: hole, in: heap, precedes: { $0.precedes($1) },
+                placed: { slots[Int($0.slot)].place = Int32($1) })
+        }
     }
 
     private mutating func removeFromHeap(at index: Int) {
         let last = heap.removeLast()
         guard index < heap.count else { return }
-        // Put the last entry in the hole, then move it whichever way its key calls for.
         withHeapAndSlots { heap, slots in
-            if index > 0, last.precedes(heap[(index - 1) / 4]) {
-                Self.siftUp(last, from: index, heap: heap, slots: slots)
-            } else {
-                Self.siftDown(last, from: index, heap: heap, slots: slots)
-            }
+            FourAryHeap.refill(
+                at: index, with: last, in: heap, precedes: { $0.precedes($1) },
+                placed: { slots[Int($0.slot)].place = Int32($1) })
         }
     }
 
@@ -208,51 +209,6 @@ struct CallbackTimers {
         heap.withUnsafeMutableBufferPointer { heap in
             slots.withUnsafeMutableBufferPointer { slots in body(heap, slots) }
         }
-    }
-
-    /// Moves `entry`, destined for the hole at `start`, up past every parent it precedes (a hole is moved rather
-    /// than entries swapped: each level writes one entry and one slot position).
-    private static func siftUp(
-        _ entry: Entry, from start: Int, heap: UnsafeMutableBufferPointer<Entry>,
-        slots: UnsafeMutableBufferPointer<Slot>
-    ) {
-        var hole = start
-        while hole > 0 {
-            let parent = (hole - 1) / 4
-            let parentEntry = heap[parent]
-            guard entry.precedes(parentEntry) else { break }
-            heap[hole] = parentEntry
-            slots[Int(parentEntry.slot)].place = Int32(hole)
-            hole = parent
-        }
-        heap[hole] = entry
-        slots[Int(entry.slot)].place = Int32(hole)
-    }
-
-    private static func siftDown(
-        _ entry: Entry, from start: Int, heap: UnsafeMutableBufferPointer<Entry>,
-        slots: UnsafeMutableBufferPointer<Slot>
-    ) {
-        var hole = start
-        let count = heap.count
-        while true {
-            let firstChild = 4 * hole + 1
-            guard firstChild < count else { break }
-            var smallest = firstChild
-            var child = firstChild + 1
-            let end = min(firstChild + 4, count)
-            while child < end {
-                if heap[child].precedes(heap[smallest]) { smallest = child }
-                child += 1
-            }
-            let smallestEntry = heap[smallest]
-            guard smallestEntry.precedes(entry) else { break }
-            heap[hole] = smallestEntry
-            slots[Int(smallestEntry.slot)].place = Int32(hole)
-            hole = smallest
-        }
-        heap[hole] = entry
-        slots[Int(entry.slot)].place = Int32(hole)
     }
 
     /// Traps if any parent sorts after a child or a slot's position is stale. For tests.
