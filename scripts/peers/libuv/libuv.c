@@ -10,19 +10,10 @@
 #include <uv.h>
 
 #include "../c-common/peer.h"
+#include "../c-common/task_list.h"
 
 const char *const peer_runtime_name = "libuv";
 
-typedef struct {
-    peer_task_fn fn;
-    void *context;
-    uint64_t a, b;
-} task;
-
-typedef struct {
-    task *items;
-    size_t count, capacity;
-} task_list;
 
 struct peer_loop {
     uv_loop_t loop;
@@ -42,13 +33,7 @@ struct peer_timer {
 
 void peer_post(peer_loop *loop, peer_task_fn fn, void *context, uint64_t a, uint64_t b) {
     pthread_mutex_lock(&loop->mutex);
-    task_list *list = &loop->posted;
-    if (list->count == list->capacity) {
-        list->capacity = list->capacity ? list->capacity * 2 : 256;
-        list->items = realloc(list->items, list->capacity * sizeof *list->items);
-        if (!list->items) peer_die("out of memory");
-    }
-    list->items[list->count++] = (task){fn, context, a, b};
+    task_list_push(&loop->posted, (task){fn, context, a, b});
     pthread_mutex_unlock(&loop->mutex);
     if (uv_async_send(&loop->async) != 0) peer_die("uv_async_send failed");
 }
@@ -60,8 +45,7 @@ static void run_posted(uv_async_t *async) {
     loop->posted = loop->running; /* hand the emptied array back for reuse */
     pthread_mutex_unlock(&loop->mutex);
     loop->running = taken;
-    for (size_t i = 0; i < taken.count; i++) taken.items[i].fn(taken.items[i].context, taken.items[i].a, taken.items[i].b);
-    loop->running.count = 0;
+    task_list_run(&loop->running);
 }
 
 static void *run_loop(void *argument) {

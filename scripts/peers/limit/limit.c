@@ -16,19 +16,10 @@
 #include <unistd.h>
 
 #include "../c-common/peer.h"
+#include "../c-common/task_list.h"
 
 const char *const peer_runtime_name = "limit";
 
-typedef struct {
-    peer_task_fn fn;
-    void *context;
-    uint64_t a, b;
-} task;
-
-typedef struct {
-    task *items;
-    size_t count, capacity;
-} task_list;
 
 struct peer_timer {
     int64_t deadline;
@@ -152,13 +143,7 @@ static void fire_due(peer_loop *loop) {
 
 void peer_post(peer_loop *loop, peer_task_fn fn, void *context, uint64_t a, uint64_t b) {
     pthread_mutex_lock(&loop->mutex);
-    task_list *list = &loop->posted;
-    if (list->count == list->capacity) {
-        list->capacity = list->capacity ? list->capacity * 2 : 256;
-        list->items = realloc(list->items, list->capacity * sizeof *list->items);
-        if (!list->items) peer_die("out of memory");
-    }
-    list->items[list->count++] = (task){fn, context, a, b};
+    task_list_push(&loop->posted, (task){fn, context, a, b});
     bool wake = loop->sleeping;
     loop->sleeping = false;
     pthread_mutex_unlock(&loop->mutex);
@@ -180,8 +165,7 @@ static void *run_loop(void *argument) {
         pthread_mutex_unlock(&loop->mutex);
         loop->running = taken;
         if (taken.count > 0) {
-            for (size_t i = 0; i < taken.count; i++) taken.items[i].fn(taken.items[i].context, taken.items[i].a, taken.items[i].b);
-            loop->running.count = 0;
+            task_list_run(&loop->running);
             continue;
         }
         if (loop->heap_count > 0 && loop->heap[0]->deadline < loop->armed) arm(loop, loop->heap[0]->deadline);
