@@ -32,13 +32,14 @@ var configuration: Benchmark.Configuration {
     )
 }
 
-let benchmarks: @Sendable () -> Void = {
-    // signal(): a source on another (sleeping) loop is signalled; its loop wakes, runs a pass and performs it.
-    Benchmark("signal + wake + pass (other loop)", configuration: configuration) { benchmark in
+/// Registers a benchmark of `operations` calls of `operation` aimed at a loop on another thread (made in the
+/// benchmark's set-up, shut down in its tear-down), each followed by a wait until that loop has performed it.
+func benchmarkAgainstOtherLoop(_ name: String, _ operation: @escaping @Sendable (HostedLoop, Int) -> Void) {
+    Benchmark(name, configuration: configuration) { benchmark in
         let host = hosted!
-        for _ in 0..<operations {
+        for index in 0..<operations {
             let target = performed.load(ordering: .relaxed) + 1
-            host.source.signal()
+            operation(host, index)
             waitForPerformed(target)
         }
     } setup: {
@@ -47,53 +48,28 @@ let benchmarks: @Sendable () -> Void = {
         hosted?.shutDown()
         hosted = nil
     }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    // signal(): a source on another (sleeping) loop is signalled; its loop wakes, runs a pass and performs it.
+    benchmarkAgainstOtherLoop("signal + wake + pass (other loop)") { host, _ in host.source.signal() }
 
     // perform(_:) from another thread with a block that captures nothing: what the library itself allocates.
-    Benchmark("perform, capture-free block (other loop)", configuration: configuration) { benchmark in
-        let host = hosted!
-        for _ in 0..<operations {
-            let target = performed.load(ordering: .relaxed) + 1
-            host.loop.perform { performed.add(1, ordering: .releasing) }
-            waitForPerformed(target)
-        }
-    } setup: {
-        hosted = HostedLoop()
-    } teardown: {
-        hosted?.shutDown()
-        hosted = nil
+    benchmarkAgainstOtherLoop("perform, capture-free block (other loop)") { host, _ in
+        host.loop.perform { performed.add(1, ordering: .releasing) }
     }
 
     // perform(_:) with a block that captures two values (a reference and an Int): the closure's context is one
     // allocation by nature. (A block capturing a single class reference needs no context: Swift passes the
     // reference itself as the context.)
-    Benchmark("perform, capturing block (other loop)", configuration: configuration) { benchmark in
-        let host = hosted!
-        for index in 0..<operations {
-            let target = performed.load(ordering: .relaxed) + 1
-            let source = host.source
-            host.loop.perform { if source.isValid { performed.add(1 + index & 0, ordering: .releasing) } }
-            waitForPerformed(target)
-        }
-    } setup: {
-        hosted = HostedLoop()
-    } teardown: {
-        hosted?.shutDown()
-        hosted = nil
+    benchmarkAgainstOtherLoop("perform, capturing block (other loop)") { host, index in
+        let source = host.source
+        host.loop.perform { if source.isValid { performed.add(1 + index & 0, ordering: .releasing) } }
     }
 
     // perform(with:_:) from another thread: a C function and one word, no closure context.
-    Benchmark("perform(with:), function call (other loop)", configuration: configuration) { benchmark in
-        let host = hosted!
-        for index in 0..<operations {
-            let target = performed.load(ordering: .relaxed) + 1
-            host.loop.perform(with: index) { _ in performed.add(1, ordering: .releasing) }
-            waitForPerformed(target)
-        }
-    } setup: {
-        hosted = HostedLoop()
-    } teardown: {
-        hosted?.shutDown()
-        hosted = nil
+    benchmarkAgainstOtherLoop("perform(with:), function call (other loop)") { host, index in
+        host.loop.perform(with: index) { _ in performed.add(1, ordering: .releasing) }
     }
 
     // A one-shot callback scheduled and cancelled on the loop's own thread (W4c's pair), capturing nothing.
