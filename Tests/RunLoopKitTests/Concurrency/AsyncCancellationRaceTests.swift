@@ -39,20 +39,35 @@ struct AsyncCancellationRaceTests {
         }
     }
 
+    /// Runs the race `iterations` times: `start` begins a wait, `trigger` makes its event happen, a staggered
+    /// cancel follows, `reset` undoes the event. Expects every wait to end exactly once, fired or cancelled, and
+    /// answers the tally (reported under `name`).
+    static func race<Success: Sendable>(
+        _ name: String,
+        start: () -> Task<Success, any Error>,
+        trigger: () -> Void = {},
+        reset: () -> Void = {}
+    ) async -> Tally {
+        var tally = Tally()
+        for iteration in 0..<iterations {
+            let task = start()
+            trigger()
+            await stagger(iteration)
+            task.cancel()
+            tally.record(await AsyncSupport.result(of: task))
+            reset()
+        }
+        AsyncSupport.report("\(name): \(tally)")
+        #expect(tally.other.count == 0, "\(tally.other.prefix(3))")
+        #expect(tally.fired + tally.cancelled == iterations, "\(tally)")
+        return tally
+    }
+
     @Test func sleepVersusCancel() async throws {
         let worker = try LoopThread(name: "race-sleep")
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
-        var tally = Tally()
-        for iteration in 0..<Self.iterations {
-            let task = Task { try await worker.loop.sleep(for: .zero) }
-            await Self.stagger(iteration)
-            task.cancel()
-            tally.record(await AsyncSupport.result(of: task))
-        }
-        AsyncSupport.report("\(#function): \(tally)")
-        #expect(tally.other.count == 0, "\(tally.other.prefix(3))")
-        #expect(tally.fired + tally.cancelled == Self.iterations, "\(tally)")
+        _ = await Self.race(#function, start: { Task { try await worker.loop.sleep(for: .zero) } })
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
     }
 
@@ -62,18 +77,9 @@ struct AsyncCancellationRaceTests {
         let worker = try LoopThread(name: "race-fd")
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
-        var tally = Tally()
-        for iteration in 0..<Self.iterations {
-            let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
-            pipe.write()
-            await Self.stagger(iteration)
-            task.cancel()
-            tally.record(await AsyncSupport.result(of: task))
-            pipe.drain()
-        }
-        AsyncSupport.report("\(#function): \(tally)")
-        #expect(tally.other.count == 0, "\(tally.other.prefix(3))")
-        #expect(tally.fired + tally.cancelled == Self.iterations, "\(tally)")
+        _ = await Self.race(
+            #function, start: { Task { try await worker.loop.waitUntilReadable(pipe.readEnd) } },
+            trigger: { pipe.write() }, reset: { pipe.drain() })
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
     }
 
@@ -81,16 +87,7 @@ struct AsyncCancellationRaceTests {
         let worker = try LoopThread(name: "race-run")
         defer { worker.stop() }
         let ran = Counter()
-        var tally = Tally()
-        for iteration in 0..<Self.iterations {
-            let task = Task { try await worker.loop.run { ran.increment() } }
-            await Self.stagger(iteration)
-            task.cancel()
-            tally.record(await AsyncSupport.result(of: task))
-        }
-        AsyncSupport.report("\(#function): \(tally)")
-        #expect(tally.other.count == 0, "\(tally.other.prefix(3))")
-        #expect(tally.fired + tally.cancelled == Self.iterations, "\(tally)")
+        let tally = await Self.race(#function, start: { Task { try await worker.loop.run { ran.increment() } } })
         // CancellationError means the work never ran; every other outcome ran it exactly once.
         #expect(await AsyncSupport.eventually { AsyncSupport.pendingBlockCount(of: worker) == 0 })
         #expect(ran.current == tally.fired)
@@ -103,21 +100,15 @@ struct AsyncCancellationRaceTests {
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
         let readiness = worker.loop.readiness(of: pipe.readEnd)
-        var tally = Tally()
-        for iteration in 0..<Self.iterations {
-            let task = Task {
-                var iterator = readiness.makeAsyncIterator()
-                return try await iterator.next()
-            }
-            pipe.write()
-            await Self.stagger(iteration)
-            task.cancel()
-            tally.record(await AsyncSupport.result(of: task))
-            pipe.drain()
-        }
-        AsyncSupport.report("\(#function): \(tally)")
-        #expect(tally.other.count == 0, "\(tally.other.prefix(3))")
-        #expect(tally.fired + tally.cancelled == Self.iterations, "\(tally)")
+        _ = await Self.race(
+            #function,
+            start: {
+                Task {
+                    var iterator = readiness.makeAsyncIterator()
+                    return try await iterator.next()
+                }
+            },
+            trigger: { pipe.write() }, reset: { pipe.drain() })
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
     }
 }
