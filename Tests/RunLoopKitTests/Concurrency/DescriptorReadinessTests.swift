@@ -6,6 +6,18 @@ import Testing
 
 @Suite("AsyncSequence of a descriptor's readiness", .timeLimit(.minutes(2)))
 struct DescriptorReadinessTests {
+    /// A task that awaits the sequence's first element (what it threw, if it threw) and then one more `next()`.
+    static func firstAndAfter(
+        _ readiness: DescriptorReadiness
+    ) -> Task<(Result<FileDescriptorSource.Events?, any Error>, FileDescriptorSource.Events?), any Error> {
+        Task {
+            var iterator = readiness.makeAsyncIterator()
+            let first = await Result(catching: { try await iterator.next() })
+            let after = try await iterator.next()
+            return (first, after)
+        }
+    }
+
     /// Reads what is available from a non-blocking descriptor (until EAGAIN); answers the bytes, empty at EOF.
     static func readAvailable(_ descriptor: CInt) -> [UInt8] {
         var bytes: [UInt8] = []
@@ -77,12 +89,7 @@ struct DescriptorReadinessTests {
         defer { pipe.close() }
         let worker = try LoopThread(name: "async-seq")
         let readiness = worker.loop.readiness(of: pipe.readEnd)
-        let task = Task { () -> (Result<FileDescriptorSource.Events?, any Error>, FileDescriptorSource.Events?) in
-            var iterator = readiness.makeAsyncIterator()
-            let first = await Result(catching: { try await iterator.next() })
-            let after = try await iterator.next()
-            return (first, after)
-        }
+        let task = Self.firstAndAfter(readiness)
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
         worker.stop()
         let (first, after) = try #require(await AsyncSupport.result(of: task)).get()
@@ -186,12 +193,7 @@ struct DescriptorReadinessTests {
         let worker = try LoopThread(name: "async-seq")
         defer { worker.stop() }
         let readiness = worker.loop.readiness(of: pipe.readEnd)
-        let task = Task { () -> (Result<FileDescriptorSource.Events?, any Error>, FileDescriptorSource.Events?) in
-            var iterator = readiness.makeAsyncIterator()
-            let first = await Result(catching: { try await iterator.next() })
-            let after = try await iterator.next()
-            return (first, after)
-        }
+        let task = Self.firstAndAfter(readiness)
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
         #expect(dup2(other.readEnd, pipe.readEnd) == pipe.readEnd)
         let newcomer = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
