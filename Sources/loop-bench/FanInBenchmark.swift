@@ -38,8 +38,8 @@ class FanInBenchmark: Benchmark {
         if Self.viaLoopThread {
             let thread = try LoopThread(name: "fan-in")
             consumerThread = thread
-            post = { try! thread.perform($0) }
-            call = { try! thread.perform(with: $0, receiveFanInCall) }
+            post = { precondition(thread.perform($0)) }
+            call = { precondition(thread.perform(with: $0, receiveFanInCall)) }
         } else {
             let consumer = LoopHost()
             self.consumer = consumer

@@ -17,7 +17,7 @@ final class Rally: @unchecked Sendable {
             case .loop(let loop):
                 loop.perform(block)
             case .thread(let thread):
-                do { try thread.perform(block) } catch { fatalError("loop-bench: LoopThread.perform failed: \(error)") }
+                guard thread.perform(block) else { fatalError("loop-bench: LoopThread.perform refused a block") }
             }
         }
     }

@@ -5,7 +5,7 @@ import Synchronization
 /// timer i due at t0 + U[10 s, 20 s), t0 taken once before the loop; then cancel the last 10,000. So 10,000 timers
 /// are live and none fire.
 ///
-/// Scheduling is `LoopTimer(fireAt:)` plus `loop.add`, cancelling is `invalidate()`. The handler captures nothing
+/// Scheduling is `LoopTimer(at:)` plus `loop.add`, cancelling is `invalidate()`. The handler captures nothing
 /// (it counts into a global), so a timer costs what a user's must, not an extra closure context. Metric: `pair`,
 /// the whole loop (final cancels included) ÷ 1,000,000.
 ///
@@ -88,7 +88,7 @@ private final class Churn: @unchecked Sendable {
                 let slot = index % window
                 if let old = live[slot] { old.invalidate() }
                 let deadline = Loop.Instant(nanoseconds: start + offsets[index])
-                let timer = try LoopTimer(fireAt: deadline, handler: countUnexpectedFire)
+                let timer = try LoopTimer(at: deadline, handler: countUnexpectedFire)
                 try loop.add(timer)
                 live[slot] = timer
             }

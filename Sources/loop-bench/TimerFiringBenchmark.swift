@@ -118,7 +118,7 @@ private final class Schedule: @unchecked Sendable {
                 if usesCallbacks {
                     try loop.schedule(at: Loop.Instant(nanoseconds: deadline)) { [self] in fire(index) }
                 } else {
-                    let timer = try LoopTimer(fireAt: Loop.Instant(nanoseconds: deadline)) { [self] _ in fire(index) }
+                    let timer = try LoopTimer(at: Loop.Instant(nanoseconds: deadline)) { [self] _ in fire(index) }
                     try loop.add(timer)
                 }
             }

@@ -8,7 +8,7 @@ import Synchronization
 /// `iterations` pairs, each cancelling the oldest live timer and scheduling a new one due at t0 + U[10 s, 20 s)
 /// (t0 taken once before filling), so exactly W timers are live at every pair and none fire; then the W left are
 /// cancelled (not timed). Unlike W4, only the steady state is timed, so the figure is the pair's cost at W live
-/// timers. Timers are `LoopTimer(fireAt:)` + `loop.add`, cancelled with `invalidate()`, with a handler that
+/// timers. Timers are `LoopTimer(at:)` + `loop.add`, cancelled with `invalidate()`, with a handler that
 /// captures nothing, as in W4.
 ///
 /// `iterations` is max(1,000,000, 2 × W) (`--quick`: ÷ 10); the windows stay as they are under `--quick`.
@@ -93,7 +93,7 @@ private final class WindowChurn: @unchecked Sendable {
         do {
             for index in 0..<window {
                 let timer = try LoopTimer(
-                    fireAt: Loop.Instant(nanoseconds: t0 + offsets[index]), handler: countUnexpectedFire)
+                    at: Loop.Instant(nanoseconds: t0 + offsets[index]), handler: countUnexpectedFire)
                 try loop.add(timer)
                 live.append(timer)
             }
@@ -102,7 +102,7 @@ private final class WindowChurn: @unchecked Sendable {
                 let slot = index % window
                 live[slot].invalidate()
                 let timer = try LoopTimer(
-                    fireAt: Loop.Instant(nanoseconds: t0 + offsets[index]), handler: countUnexpectedFire)
+                    at: Loop.Instant(nanoseconds: t0 + offsets[index]), handler: countUnexpectedFire)
                 try loop.add(timer)
                 live[slot] = timer
             }

@@ -207,3 +207,34 @@ func assumeIsolatedScenario() {
     check(MainActor.assumeIsolated { mainActorTicks } == 1, "the handler did not run")
     pass("ticks=1")
 }
+
+/// `mainQueueKeepsRunAlive = false`, as a script sets it: `run()` on the main thread finishes once its items are
+/// done, after serving the main-queue work queued before and during the run (none of it is lost), while the
+/// main-queue work itself keeps the run going only while it is queued.
+func scriptEndsScenario() {
+    Loop.main.mainQueueKeepsRunAlive = false
+    let order = Shared<[String]>([])
+    DispatchQueue.main.async { order.withLock { $0.append("queued before the run") } }
+    Task { @MainActor in order.withLock { $0.append("main-actor task") } }
+    let timer = try! LoopTimer(after: .milliseconds(20)) { _ in
+        order.withLock { $0.append("timer") }
+        DispatchQueue.main.async { order.withLock { $0.append("queued by the timer") } }
+    }
+    try! Loop.main.add(timer)
+    let start = nowNanoseconds()
+    Loop.main.run()  // Returns: nothing keeps the default mode alive once the one-shot timer fired.
+    let elapsed = nowNanoseconds() - start
+    let seen = order.value
+    check(seen.count == 4, "ran \(seen)")
+    check(seen.firstIndex(of: "timer")! < seen.firstIndex(of: "queued by the timer")!, "order \(seen)")
+    check(elapsed < 10_000_000_000, "run() took \(elapsed / 1_000_000) ms")
+    // Nothing at all: an empty run answers finished at once, as on any thread.
+    let empty = Loop.main.run(in: .default, for: .seconds(10))
+    check(empty == .finished, "an empty run answered \(empty)")
+    // Back to CF's rule: the main queue keeps the run going until it is stopped.
+    Loop.main.mainQueueKeepsRunAlive = true
+    DispatchQueue.main.asyncAfter(deadline: .now() + .milliseconds(50)) { Loop.main.stop() }
+    let kept = Loop.main.run(in: .default, for: .seconds(10))
+    check(kept == .stopped, "with the main queue keeping it alive the run answered \(kept)")
+    pass("script_run_ms=\(elapsed / 1_000_000)")
+}

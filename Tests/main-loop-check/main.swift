@@ -16,6 +16,7 @@ let scenarios: [String: () -> Void] = [
     "handled-source": handledSourceScenario,
     "main-task": mainTaskScenario,
     "opt-out": optOutScenario,
+    "script-ends": scriptEndsScenario,
     "assume-isolated": assumeIsolatedScenario,
 ]
 

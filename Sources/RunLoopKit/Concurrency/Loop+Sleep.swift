@@ -28,7 +28,7 @@ extension Loop {
             let dropped = DropSignal(armed: false) { waiter.finish(.failure(Loop.terminatedError)) }
             let timer: LoopTimer
             do {
-                timer = try LoopTimer(fireAt: deadline, tolerance: tolerance) { _ in
+                timer = try LoopTimer(at: deadline, tolerance: tolerance) { _ in
                     dropped.keepAlive()
                     waiter.finish(.success(()))
                 }

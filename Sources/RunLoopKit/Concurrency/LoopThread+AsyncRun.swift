@@ -34,14 +34,17 @@ extension LoopThread {
                 waiter.finish(.failure(LoopError(.threadStopped, message: "the LoopThread \(name) stopped")))
             }
             do {
-                try perform(in: modes) {
-                    dropped.keepAlive()
-                    guard waiter.claim() else { return }
-                    waiter.finish(Result { try work() })
-                }
+                try LoopThread.requireModes(modes)
             } catch {
                 waiter.finish(.failure(error))
+                return
             }
+            let accepted = perform(in: modes) {
+                dropped.keepAlive()
+                guard waiter.claim() else { return }
+                waiter.finish(Result { try work() })
+            }
+            if !accepted { waiter.finish(.failure(LoopThread.stoppedError())) }
         }
     }
 }

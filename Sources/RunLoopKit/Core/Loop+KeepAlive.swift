@@ -22,9 +22,11 @@ extension Loop {
     }
 
     /// Whether nothing keeps a run in `state` going: no item whose `keepsRunAlive` is true, no main queue served
-    /// there, and the loop does not run while empty. Loop thread only.
+    /// there that keeps runs alive (``mainQueueKeepsRunAlive``), and the loop does not run while empty. Loop
+    /// thread only.
     func hasNothingToWaitFor(_ state: ModeState) -> Bool {
-        state.hasNoKeepAliveItems && (commonCallbackCount == 0 || !state.isCommon) && !servesMainQueue(in: state)
+        state.hasNoKeepAliveItems && (commonCallbackCount == 0 || !state.isCommon)
+            && !(servesMainQueue(in: state) && mainQueueKeepsAlive.load(ordering: .relaxed))
             && !runsWhenEmpty.load(ordering: .relaxed)
     }
 

@@ -24,16 +24,35 @@ extension Loop {
     ///
     /// Only the main loop can: for other loops this is always `false` and setting it does nothing. It is `true` by
     /// default, as for CF's main run loop, except in the child of a `fork()`, where libdispatch must not be used:
-    /// there it is `false` and stays so. While it holds, a common mode of the main loop is never empty, so
-    /// ``run()`` on the main thread returns only when stopped (CF's rule: `CFRunLoopRun()` on the main thread never
-    /// finishes); end such a program with ``stop()`` from any thread, or `exit(_:)`. Set it to `false` to make the
-    /// main loop ignore the main queue: its runs then finish when their mode is empty, like any loop's.
+    /// there it is `false` and stays so. Set it to `false` to make the main loop ignore the main queue (its work then
+    /// waits until it is set again). Whether serving the queue also keeps runs going is
+    /// ``mainQueueKeepsRunAlive``.
     public var servesMainQueue: Bool {
         get { isMain && mainQueueEnabled.load(ordering: .relaxed) }
         set {
             guard isMain, poller.forkGeneration == 0 else { return }
             mainQueueEnabled.store(newValue, ordering: .relaxed)
             wakeUp()  // A sleeping run re-reads the setting and its emptiness.
+        }
+    }
+
+    /// Whether serving Dispatch's main queue keeps the main loop's runs going when nothing else does. Safe from any
+    /// thread; default `true` (CF's rule). Meaningful only while ``servesMainQueue`` holds.
+    ///
+    /// `true`: a common mode of the main loop is never empty, so ``run()`` on the main thread returns only when
+    /// stopped, as `CFRunLoopRun()` there never finishes. An app needs this: a `Task { @MainActor in … }` awaiting a
+    /// reply from another thread has nothing queued anywhere while it waits, and the run must not end under it.
+    ///
+    /// `false`, for a script or a daemon whose work is all in the loop's items: the main queue is served like an
+    /// item whose `keepsRunAlive` is `false` (libuv's `uv_unref`): its work runs in every pass, and a run still goes
+    /// on while main-queue work is queued, but once the mode holds nothing else that keeps it alive, the run answers
+    /// ``RunResult/finished``. Work queued after that waits for the next run. A task suspended in an `await` is not
+    /// queued work: end such a program with ``stop()`` instead.
+    public var mainQueueKeepsRunAlive: Bool {
+        get { mainQueueKeepsAlive.load(ordering: .relaxed) }
+        set {
+            mainQueueKeepsAlive.store(newValue, ordering: .relaxed)
+            wakeUp()  // A sleeping run re-checks whether it is empty now.
         }
     }
 
@@ -56,6 +75,21 @@ extension Loop {
         }
         mainQueue.descriptor = descriptor
         // Work queued before: the eventfd is readable already, and adding it to the set reports it at once.
+    }
+
+    /// Whether main-queue work is queued for a run in `state` that serves the main queue without being kept alive
+    /// by it: work reported and not drained yet, or libdispatch's eventfd readable now (work queued before the run
+    /// looked, or left over by a drain). Loop thread only; a `poll(2)` only when the mode is otherwise empty.
+    func hasQueuedMainQueueWork(in state: ModeState) -> Bool {
+        guard servesMainQueue(in: state) else { return false }
+        if mainQueue.hasWork { return true }
+        attachMainQueue()
+        guard let descriptor = mainQueue.descriptor else { return false }
+        do {
+            return try Poll.isReadable(descriptor)
+        } catch {
+            fatalError("RunLoopKit: cannot poll Dispatch's main-queue eventfd \(descriptor): \(error)")
+        }
     }
 
     /// Step 9c: drains the main queue if it reported work and this run serves it; answers whether it did (which

@@ -60,7 +60,7 @@ extension Loop {
         for observer in snapshot where observer.activities.contains(activity) {
             guard observer.isValid, !observer.isFiring else { continue }
             observer.isFiring = true
-            observer.handler(activity)
+            observer.handler(observer, activity)
             observer.isFiring = false
             if !observer.repeats { observer.invalidate() }
         }

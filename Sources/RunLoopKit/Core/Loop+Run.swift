@@ -107,10 +107,10 @@ extension Loop {
     }
 
     /// Whether a run in `state` has nothing to wait for: nothing keeps it alive (``hasNothingToWaitFor(_:)``) and
-    /// no block or actor job it could run is queued.
+    /// no block, actor job or main-queue work it could run is queued.
     func isEmpty(_ state: ModeState) -> Bool {
         guard hasNothingToWaitFor(state) else { return false }
-        return !blocks.contains { canRun($0, state) }
+        return !blocks.contains { canRun($0, state) } && !hasQueuedMainQueueWork(in: state)
     }
 
     /// The mode `name` created because a pending block names it (CF creates a block's modes when it is queued;

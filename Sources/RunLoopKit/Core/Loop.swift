@@ -50,6 +50,8 @@ public final class Loop: @unchecked Sendable {
     let modeNames = Locked<ModeNames>(ModeNames())
     /// Whether the main loop drains Dispatch's main queue in its common modes (``servesMainQueue``).
     let mainQueueEnabled: Atomic<Bool>
+    /// Whether serving the main queue keeps runs going (``mainQueueKeepsRunAlive``).
+    let mainQueueKeepsAlive = Atomic<Bool>(true)
     /// Whether runs keep going when nothing keeps them alive (``keepsRunningWhenEmpty``).
     let runsWhenEmpty = Atomic<Bool>(false)
     /// A number no other loop of the process has, so a ``ScheduledCallback`` of one loop is ignored by another.

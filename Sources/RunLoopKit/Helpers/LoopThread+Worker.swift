@@ -12,45 +12,29 @@ extension LoopThread {
 
         var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
 
-        /// Queues `work` on `loop` for a pass in any of `modes` unless stopping began.
+        /// Queues `work` on `loop` for a pass in any of `modes` unless stopping began; answers whether it did.
         ///
         /// No lock and no wrapper: the loop itself is exact. A block its `perform` accepted runs exactly once (in a
         /// pass, or in the drain at stop, which starts by making the loop refuse blocks from other threads), and
         /// one it refused (the stop's drain began) is reported here. A stop that begins between the check and the
-        /// `perform` therefore still runs the block.
-        ///
-        /// - Throws: ``LoopError/Code/invalidArgument`` when `modes` is empty (checked first);
-        ///   ``LoopError/Code/threadStopped`` once stopping began.
+        /// `perform` therefore still runs the block. An empty `modes` is refused (a block for no mode never runs).
         @inline(__always)
-        func admit(
-            _ work: @escaping @Sendable () -> Void,
-            in modes: [Loop.Mode],
-            on loop: Loop
-        ) throws(LoopError) {
-            try LoopThread.requireModes(modes)
-            guard !isStopping else { throw LoopThread.stoppedError() }
+        func admit(_ work: @escaping @Sendable () -> Void, in modes: [Loop.Mode], on loop: Loop) -> Bool {
+            guard !isStopping, !modes.isEmpty else { return false }
             // One mode keeps the core's single-mode fast path (no array to search in each pass).
-            let queued = modes.count == 1 ? loop.perform(in: modes[0], work) : loop.perform(in: modes, work)
-            guard queued else { throw LoopThread.stoppedError() }
+            return modes.count == 1 ? loop.perform(in: modes[0], work) : loop.perform(in: modes, work)
         }
 
-        /// Queues `work` on `loop` for a pass in `mode` unless stopping began: ``admit(_:in:on:)-([Loop.Mode],_,_)``
-        /// for one mode, without making an array of it.
-        ///
-        /// - Throws: ``LoopError/Code/threadStopped`` once stopping began.
+        /// Queues `work` on `loop` for a pass in `mode` unless stopping began; answers whether it did.
         @inline(__always)
-        func admit(_ work: @escaping @Sendable () -> Void, in mode: Loop.Mode, on loop: Loop) throws(LoopError) {
-            guard !isStopping else { throw LoopThread.stoppedError() }
-            guard loop.perform(in: mode, work) else { throw LoopThread.stoppedError() }
+        func admit(_ work: @escaping @Sendable () -> Void, in mode: Loop.Mode, on loop: Loop) -> Bool {
+            !isStopping && loop.perform(in: mode, work)
         }
 
-        /// Queues `work` on `loop` for a pass in the default mode unless stopping began.
-        ///
-        /// - Throws: ``LoopError/Code/threadStopped`` once stopping began.
+        /// Queues `work` on `loop` for a pass in the default mode unless stopping began; answers whether it did.
         @inline(__always)
-        func admit(_ work: @escaping @Sendable () -> Void, on loop: Loop) throws(LoopError) {
-            guard !isStopping else { throw LoopThread.stoppedError() }
-            guard loop.perform(work) else { throw LoopThread.stoppedError() }
+        func admit(_ work: @escaping @Sendable () -> Void, on loop: Loop) -> Bool {
+            !isStopping && loop.perform(work)
         }
 
         /// Closes admission and asks the worker's loop to stop; answers whether this call began the stop.
@@ -124,8 +108,8 @@ extension LoopThread {
             loop.run()
         }
         worker.removeControl()
-        // The drain: from here on the loop refuses blocks from other threads (their `perform` answers false, and
-        // LoopThread.perform throws threadStopped). Every block accepted before (possibly before the first run
+        // The drain: from here on the loop refuses blocks from other threads (their `perform` answers false, and so
+        // does LoopThread.perform). Every block accepted before (possibly before the first run
         // began) runs now, each in a pass of a mode it was queued for, and so do actor jobs queued until the thread
         // exits (they may queue more jobs and blocks). Closing the inbox takes what is still on its way, jobs
         // included, under its lock; after that nothing more comes in.

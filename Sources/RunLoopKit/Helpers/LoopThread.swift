@@ -11,9 +11,10 @@ import Synchronization
 /// order it was submitted (per submitting thread, as for ``Loop/perform(in:_:)-(Mode,_)``).
 ///
 /// Stopping: blocks already accepted when ``stop()`` begins still run, each in a pass of a mode it was queued
-/// for; then the thread exits. Work submitted once the stop began is rejected with
-/// ``LoopError/Code/threadStopped``, never dropped silently. Dropping the last reference stops and joins the
-/// thread too.
+/// for; then the thread exits. Work submitted once the stop began is refused, never dropped silently: `perform`
+/// answers `false` (as ``Loop/perform(_:)`` does for a loop whose thread exited), and the calls that wait for a
+/// result (`performAndWait`, `run`) throw ``LoopError/Code/threadStopped``. Dropping the last reference stops and
+/// joins the thread too.
 ///
 /// Actors: an actor whose `unownedExecutor` is `loop.asUnownedSerialExecutor()` (or a ``LoopExecutor`` of the
 /// loop) runs on the worker. Its jobs queued before the thread exits run in the drain at stop, as blocks do; a job
@@ -92,9 +93,11 @@ public final class LoopThread: Sendable {
     ///   - mode: The mode whose pass runs the block. The worker runs ``Loop/Mode/default``, so blocks for other
     ///     modes wait for a nested run of their mode (or for the drain at stop).
     ///   - work: The block; it runs on the worker's thread.
-    /// - Throws: ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
-    public func perform(in mode: Loop.Mode = .default, _ work: @escaping @Sendable () -> Void) throws(LoopError) {
-        try worker.admit(work, in: mode, on: loop)
+    /// - Returns: `false` once ``stop()`` has begun: the block was refused and will never run. `true`: it runs
+    ///   exactly once.
+    @discardableResult
+    public func perform(in mode: Loop.Mode = .default, _ work: @escaping @Sendable () -> Void) -> Bool {
+        worker.admit(work, in: mode, on: loop)
     }
 
     /// Queues `work` to run once on the worker, at the next block point of a pass in the default mode (the mode the
@@ -102,18 +105,20 @@ public final class LoopThread: Sendable {
     /// argument to build. Safe from any thread.
     ///
     /// - Parameter work: The block; it runs on the worker's thread.
-    /// - Throws: ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
-    public func perform(_ work: @escaping @Sendable () -> Void) throws(LoopError) {
-        try worker.admit(work, on: loop)
+    /// - Returns: `false` once ``stop()`` has begun: the block was refused and will never run.
+    @discardableResult
+    public func perform(_ work: @escaping @Sendable () -> Void) -> Bool {
+        worker.admit(work, on: loop)
     }
 
     /// Queues a call of `function(argument)` on the worker, at the next block point of a pass in the default mode:
     /// the allocation-free post (``Loop/perform(with:_:)``: a C function pointer that captures nothing, and one word
     /// of data). Safe from any thread.
     ///
-    /// - Throws: ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
-    public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) throws(LoopError) {
-        guard !worker.isStopping, loop.perform(with: argument, function) else { throw LoopThread.stoppedError() }
+    /// - Returns: `false` once ``stop()`` has begun: the call was refused and will never happen.
+    @discardableResult
+    public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
+        !worker.isStopping && loop.perform(with: argument, function)
     }
 
     /// Queues `work` to run once on the worker, at the next block point of a pass in any of `modes`: use it for
@@ -125,10 +130,11 @@ public final class LoopThread: Sendable {
     ///     The drain at stop runs it in the default mode if it names it (or `.common`), else in its first mode by
     ///     name.
     ///   - work: The block; it runs on the worker's thread.
-    /// - Throws: ``LoopError/Code/invalidArgument`` when `modes` is empty (a block for no mode could never run);
-    ///   ``LoopError/Code/threadStopped`` once ``stop()`` has begun.
-    public func perform(in modes: [Loop.Mode], _ work: @escaping @Sendable () -> Void) throws(LoopError) {
-        try worker.admit(work, in: modes, on: loop)
+    /// - Returns: `false` when `modes` is empty (a block for no mode could never run) or once ``stop()`` has
+    ///   begun: the block was refused and will never run.
+    @discardableResult
+    public func perform(in modes: [Loop.Mode], _ work: @escaping @Sendable () -> Void) -> Bool {
+        worker.admit(work, in: modes, on: loop)
     }
 
     /// Runs `work` on the worker and waits for it, returning its value or rethrowing its error.
@@ -170,8 +176,11 @@ public final class LoopThread: Sendable {
             guard !worker.isStopping else { throw LoopThread.stoppedError() }
             return try work()
         }
+        try LoopThread.requireModes(modes)
         let outcome = Outcome<T>()
-        try worker.admit({ outcome.finish(Result { try work() }) }, in: modes, on: loop)
+        guard worker.admit({ outcome.finish(Result { try work() }) }, in: modes, on: loop) else {
+            throw LoopThread.stoppedError()
+        }
         return try outcome.wait().get()
     }
 

@@ -19,7 +19,7 @@ import Synchronization
 public final class PassWorkQueue: Sendable {
     /// The default observer order: before ``CommitBeforeSleep``'s default, so that updates marked by a task are
     /// committed at the end of the same pass.
-    public static let defaultOrder = Int.max - 2000
+    public static var defaultOrder: Int { Int.max - 2000 }
 
     /// The loop whose passes run the tasks.
     public let loop: Loop

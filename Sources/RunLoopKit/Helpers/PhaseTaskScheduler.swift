@@ -19,6 +19,11 @@ import Synchronization
 /// has work: releasing it (or ``invalidate()``) removes its observer, and tasks still pending then never run.
 /// One scheduler per loop is the intended use; several work independently (each with its own observer).
 public final class PhaseTaskScheduler: Sendable {
+    /// The default observer order: after the loop's observers of lower order for the same activity, and before
+    /// ``PassWorkQueue/defaultOrder`` and ``CommitBeforeSleep/defaultOrder`` (CF's Core Animation commit observer
+    /// uses 2,000,000).
+    public static var defaultOrder: Int { 1_000_000 }
+
     /// The loop whose passes the tasks are tied to.
     public let loop: Loop
     /// The order of the scheduler's observer among the loop's observers of the same activity (lower first).
@@ -33,10 +38,9 @@ public final class PhaseTaskScheduler: Sendable {
     ///
     /// - Parameters:
     ///   - loop: The loop whose passes the tasks are tied to; any thread may create the scheduler.
-    ///   - order: The observer's order (default 1,000,000): tasks run after the loop's observers of lower order
-    ///     for the same activity (CF's Core Animation commit observer uses 2,000,000).
+    ///   - order: The observer's order. Default ``defaultOrder``.
     /// - Throws: ``LoopError/Code/loopTerminated`` when the loop's thread has exited.
-    public init(loop: Loop, order: Int = 1_000_000) throws(LoopError) {
+    public init(loop: Loop, order: Int = PhaseTaskScheduler.defaultOrder) throws(LoopError) {
         self.loop = loop
         self.order = order
         let queue = self.queue

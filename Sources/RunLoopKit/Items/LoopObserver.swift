@@ -13,7 +13,7 @@ public final class LoopObserver: LoopItem, @unchecked Sendable {  // Unchecked: 
     /// Lower orders are called first.
     public let order: Int
 
-    let handler: @Sendable (Loop.Activity) -> Void
+    let handler: @Sendable (LoopObserver, Loop.Activity) -> Void
     /// True while the handler runs, so nested runs skip it (as CF does). Loop thread only.
     nonisolated(unsafe) var isFiring = false
 
@@ -24,11 +24,28 @@ public final class LoopObserver: LoopItem, @unchecked Sendable {  // Unchecked: 
     ///   - repeats: `false` for an observer that is invalidated after its first call.
     ///   - order: Lower orders are called first. Default 0.
     ///   - handler: Called on the loop's thread with the activity being observed.
-    public init(
+    public convenience init(
         activities: Loop.Activity,
         repeats: Bool = true,
         order: Int = 0,
         handler: @escaping @Sendable (Loop.Activity) -> Void
+    ) {
+        self.init(activities: activities, repeats: repeats, order: order) { _, activity in handler(activity) }
+    }
+
+    /// Creates an observer whose handler is handed the observer itself, so it can invalidate itself without keeping
+    /// a reference of its own (as a timer's handler is handed its timer).
+    ///
+    /// - Parameters:
+    ///   - activities: When to call the handler.
+    ///   - repeats: `false` for an observer that is invalidated after its first call.
+    ///   - order: Lower orders are called first. Default 0.
+    ///   - handler: Called on the loop's thread with the observer and the activity being observed.
+    public init(
+        activities: Loop.Activity,
+        repeats: Bool = true,
+        order: Int = 0,
+        handler: @escaping @Sendable (LoopObserver, Loop.Activity) -> Void
     ) {
         self.activities = activities
         self.repeats = repeats

@@ -62,7 +62,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     /// - Throws: ``LoopError/Code/invalidInterval`` for an interval that is zero, negative or above
     ///   ``maximumInterval``; ``LoopError/Code/invalidTolerance`` for a negative or too large tolerance.
     public init(
-        fireAt fireTime: Loop.Instant,
+        at fireTime: Loop.Instant,
         repeating interval: Duration? = nil,
         tolerance: Duration = .zero,
         order: Int = 0,
@@ -86,7 +86,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
         self.deadlineStorage = Atomic(fireTime.nanoseconds)
     }
 
-    /// Creates a timer that first fires `delay` from now; see ``init(fireAt:repeating:tolerance:order:handler:)``.
+    /// Creates a timer that first fires `delay` from now; see ``init(at:repeating:tolerance:order:handler:)``.
     public convenience init(
         after delay: Duration,
         repeating interval: Duration? = nil,
@@ -95,7 +95,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
         handler: @escaping @Sendable (LoopTimer) -> Void
     ) throws(LoopError) {
         try self.init(
-            fireAt: .now + delay,
+            at: .now + delay,
             repeating: interval,
             tolerance: tolerance,
             order: order,

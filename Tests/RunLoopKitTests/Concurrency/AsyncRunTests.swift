@@ -27,7 +27,7 @@ struct AsyncRunTests {
         // The worker is busy in a nested "tracking" run until the block (queued for tracking) runs.
         let ran = ItemsSupport.Flag()
         let entered = ItemsSupport.Flag()
-        try worker.perform {
+        worker.perform {
             let loop = Loop.current
             try! loop.add(ItemsSupport.keepAlive(), to: "tracking")
             entered.set()
@@ -161,7 +161,7 @@ struct AsyncRunTests {
         defer { worker.stop() }
         let performed = Counter()
         let queued: Bool = worker.loop.perform { performed.increment() }
-        try worker.perform { performed.increment() }
+        worker.perform { performed.increment() }
         #expect(queued)
         #expect(await AsyncSupport.eventually { performed.current == 2 })
     }

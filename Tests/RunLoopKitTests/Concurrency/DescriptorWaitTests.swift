@@ -120,7 +120,7 @@ struct DescriptorWaitTests {
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
         // Hold the worker in a block, so it applies the cancelled wait's removal only after the number was reused.
         let release = ItemsSupport.Flag()
-        try worker.perform { _ = waitUntil { release.isSet } }
+        worker.perform { _ = waitUntil { release.isSet } }
         task.cancel()
         #expect(isCancellation(await AsyncSupport.result(of: task)))
         // The caller closes the descriptor at once and its number comes back as a regular file (dup2 does both).

@@ -27,7 +27,7 @@ import Testing
         // enqueues its job on the calling thread, before the next line runs.
         var tasks: [Task<Void, Never>] = []
         for index in 0..<50 {
-            try worker.perform { log.append("block \(index)") }
+            worker.perform { log.append("block \(index)") }
             tasks.append(Task.immediateDetached { await actor.record("job \(index)", in: log) })
         }
         busy.release.set()
@@ -113,7 +113,7 @@ import Testing
         let inNestedRun = ItemsSupport.Flag()
         let nestedDone = ItemsSupport.Flag()
         let jobRanInTracking = Box<Bool>()
-        try worker.perform {
+        worker.perform {
             let loop = Loop.current
             let keepAlive = ItemsSupport.keepAlive()
             try! loop.add(keepAlive, to: "tracking")

@@ -34,6 +34,10 @@ import Testing
         _ = try MainLoopCheck.run("handled-source")
     }
 
+    @Test func aScriptsMainRunEndsWhenItsItemsAreDoneIfTheMainQueueDoesNotKeepItAlive() throws {
+        _ = try MainLoopCheck.run("script-ends")
+    }
+
     @Test func aMainActorTaskStartedFromSynchronousMainRunsInsideTheMainLoop() throws {
         _ = try MainLoopCheck.run("main-task")
     }

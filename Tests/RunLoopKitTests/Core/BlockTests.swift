@@ -49,15 +49,15 @@ import Testing
         let held = Counter()
         let released = Counter()
         // Holds the worker inside a block, so that everything posted below reaches it in one batch.
-        try thread.perform {
+        thread.perform {
             held.increment()
             while released.current == 0 { usleep(100) }
         }
         #expect(waitUntil { held.current == 1 })
-        try thread.perform { ran.append("before") }
+        thread.perform { ran.append("before") }
         let source = LoopSource(schedule: { loop, _ in loop.perform { ran.append("scheduled") } }, perform: {})
         try thread.loop.add(source, to: .default)
-        try thread.perform { ran.append("after") }
+        thread.perform { ran.append("after") }
         released.increment()
         #expect(waitUntil { ran.count == 3 })
         #expect(ran.all == ["before", "scheduled", "after"])

@@ -113,7 +113,7 @@ import Testing
             for index in 0..<timerCount {
                 // Spread over 200 ms, with 1 ms of tolerance so neighbours share wake-ups.
                 let due = start + .microseconds(100 * index)
-                try! loop.add(try! LoopTimer(fireAt: due, tolerance: .milliseconds(1)) { _ in firedCount.increment() })
+                try! loop.add(try! LoopTimer(at: due, tolerance: .milliseconds(1)) { _ in firedCount.increment() })
             }
             let armsBefore = loop.poller.timerArms.load(ordering: .relaxed)
             ItemsSupport.run(loop) { firedCount.current == timerCount }

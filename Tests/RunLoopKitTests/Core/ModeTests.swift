@@ -19,7 +19,7 @@ import Testing
             try! loop.add(ItemsSupport.keepAlive())
             let source = LoopSource { events.append("source") }
             try! loop.add(source, to: "other")
-            try! loop.add(try! LoopTimer(fireAt: .now) { _ in events.append("timer") }, to: "other")
+            try! loop.add(try! LoopTimer(at: .now) { _ in events.append("timer") }, to: "other")
             try! loop.add(LoopObserver(activities: .entry) { _ in events.append("observer") }, to: "other")
             try! loop.add(descriptorSource, to: "other")
             source.signal()
@@ -86,7 +86,7 @@ import Testing
         let fired = Recorder<String>()
         let modeAdded = ItemsSupport.Flag()
         let (loop, thread) = startLoopThread { loop in
-            let timer = try! LoopTimer(fireAt: .now, repeating: .milliseconds(5)) { _ in
+            let timer = try! LoopTimer(at: .now, repeating: .milliseconds(5)) { _ in
                 fired.append(loop.currentMode?.name ?? "nil")
             }
             try! loop.add(timer, to: .common)

@@ -27,7 +27,7 @@ import Testing
                 loop.perform { events.append("block queued by source") }
             }
             try! loop.add(source)
-            try! loop.add(try! LoopTimer(fireAt: .now) { _ in events.append("timer") })
+            try! loop.add(try! LoopTimer(at: .now) { _ in events.append("timer") })
             try! loop.add(descriptorSource)
             try! loop.add(ItemsSupport.keepAlive())
             loop.perform { events.append("block") }

@@ -33,7 +33,7 @@ enum ReadmeExamples {
     /// "A keep-alive worker thread": answers the two values it computed.
     static func keepAliveWorker() async throws -> (Int, Int) {
         let worker = try LoopThread(name: "net")
-        try worker.perform { print("runs on the worker") }  // fire and forget
+        worker.perform { print("runs on the worker") }  // fire and forget; false once stopped
         let sum = try worker.performAndWait { (1...10).reduce(0, +) }  // run there, wait for the value
         let count = try await worker.run { 42 }  // the same, from async code
         worker.stop()  // accepted work runs, then the thread exits

@@ -99,7 +99,7 @@ private struct PhaseFixture {
         let fixture = try PhaseFixture(name: "pt-order")
         defer { fixture.stop() }
         let scheduler = fixture.scheduler
-        try fixture.worker.perform {
+        fixture.worker.perform {
             fixture.events.append("block:start")
             scheduler.schedule(at: .idle, fixture.task("idle"))
             scheduler.schedule(at: .nextPassBegins, fixture.task("next"))

@@ -266,7 +266,7 @@ import Testing
         let elapsed = Box<Duration>()
         ItemsSupport.onLoopThread { loop in
             let start = Loop.Instant.now
-            let timer = try! LoopTimer(fireAt: start + .seconds(-1)) { _ in elapsed.value = Loop.Instant.now - start }
+            let timer = try! LoopTimer(at: start + .seconds(-1)) { _ in elapsed.value = Loop.Instant.now - start }
             try! loop.add(timer)
             loop.run(in: .default, for: .seconds(5))
         }
@@ -338,7 +338,7 @@ import Testing
                 ("c", .milliseconds(2)), ("a", .zero), ("b", .zero), ("d", .milliseconds(1)), ("e", .zero),
             ]
             for (name, offset) in plan {
-                try! loop.add(LoopTimer(fireAt: base + offset) { _ in order.append(name) })
+                try! loop.add(LoopTimer(at: base + offset) { _ in order.append(name) })
             }
             loop.run(in: .default, for: .seconds(5))
         }
@@ -351,10 +351,10 @@ import Testing
         let recorder = Recorder<String>()
         ItemsSupport.onLoopThread { loop in
             let past = Loop.Instant.now + .milliseconds(-10)
-            let late = try! LoopTimer(fireAt: past + .milliseconds(1)) { _ in
+            let late = try! LoopTimer(at: past + .milliseconds(1)) { _ in
                 recorder.append("late in \(loop.currentMode?.name ?? "-")")
             }
-            let early = try! LoopTimer(fireAt: past) { _ in
+            let early = try! LoopTimer(at: past) { _ in
                 recorder.append("early")
                 loop.remove(late)
             }

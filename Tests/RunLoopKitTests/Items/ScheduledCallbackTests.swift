@@ -31,9 +31,9 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             let base = Loop.Instant.now + .milliseconds(30)
             try! loop.schedule(at: base + .milliseconds(2)) { order.append("c2") }
-            try! loop.add(try! LoopTimer(fireAt: base) { _ in order.append("t0") })
+            try! loop.add(try! LoopTimer(at: base) { _ in order.append("t0") })
             try! loop.schedule(at: base) { order.append("c0") }
-            try! loop.add(try! LoopTimer(fireAt: base + .milliseconds(1)) { _ in order.append("t1") })
+            try! loop.add(try! LoopTimer(at: base + .milliseconds(1)) { _ in order.append("t1") })
             try! loop.schedule(at: base) { order.append("c0b") }
             loop.run(in: .default, for: .seconds(5))
         }

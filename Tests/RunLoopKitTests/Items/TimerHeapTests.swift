@@ -6,7 +6,7 @@ import Testing
 @Suite struct TimerHeapTests {
     /// A timer with its heap key set directly (the heap orders by `latest`, then `sequence`).
     static func timer(latest: Int64, sequence: UInt64) -> LoopTimer {
-        let timer = try! LoopTimer(fireAt: Loop.Instant(nanoseconds: latest)) { _ in }
+        let timer = try! LoopTimer(at: Loop.Instant(nanoseconds: latest)) { _ in }
         timer.latest = latest
         timer.sequence = sequence
         return timer

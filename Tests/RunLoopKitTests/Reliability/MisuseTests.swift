@@ -83,7 +83,7 @@ import Testing
         let events = Recorder<String>()
         ItemsSupport.onLoopThread { loop in
             CoreRunSupport.recordActivities(of: loop, into: events, activities: [.entry, .beforeWaiting])
-            try! loop.add(try! LoopTimer(fireAt: Loop.Instant(nanoseconds: 1)) { _ in events.append("timer") })
+            try! loop.add(try! LoopTimer(at: Loop.Instant(nanoseconds: 1)) { _ in events.append("timer") })
             let start = Loop.Instant.now
             let result = loop.run(in: .default, for: .seconds(10))
             events.append("\(result)")

@@ -39,7 +39,7 @@ final class ModelRealLoop: @unchecked Sendable {
                 perform: { [weak self] in self?.trace.append("S\(id)") }
             )
         case .createTimer(let id, let due):
-            timers[id] = try! LoopTimer(fireAt: instant(due)) { [weak self] _ in self?.trace.append("T\(id)") }
+            timers[id] = try! LoopTimer(at: instant(due)) { [weak self] _ in self?.trace.append("T\(id)") }
         case .createObserver(let id, let activities, let repeats, let order):
             observers[id] = LoopObserver(activities: activities, repeats: repeats, order: order) { [weak self] in
                 self?.trace.append("O\(id).\($0)")

@@ -81,12 +81,12 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    // LoopTimer(fireAt:) + add + invalidate on the loop's own thread (W4's pair), with a handler that captures nothing.
+    // LoopTimer(at:) + add + invalidate on the loop's own thread (W4's pair), with a handler that captures nothing.
     Benchmark("timer schedule + cancel (own loop)", configuration: configuration) { benchmark in
         let loop = Loop.current
         let deadline = Loop.Instant.now + .seconds(3600)
         for _ in 0..<operations {
-            let timer = try LoopTimer(fireAt: deadline) { _ in performed.add(1, ordering: .relaxed) }
+            let timer = try LoopTimer(at: deadline) { _ in performed.add(1, ordering: .relaxed) }
             try loop.add(timer)
             timer.invalidate()
         }
