@@ -7,21 +7,21 @@
 /// first are O(log n); the heap entry carries the key, so sifting (``FourAryHeap``) reads only the heap's own array
 /// and writes each moved entry's position back into its slot. Loop thread only.
 struct CallbackTimers {
-    /// A scheduled callback's place in the heap: its key (latest fire time, then sequence for FIFO among equal
+    /// A scheduled callback's place in the heap: its key (latestFireTime fire time, then sequence for FIFO among equal
     /// times, shared with ``LoopTimer``s) and its fire time.
     struct Entry {
-        let latest: Int64
-        let deadline: Int64
+        let latestFireTime: Int64
+        let fireTime: Int64
         let sequence: UInt64
         let slot: Int32
 
         func precedes(_ other: Entry) -> Bool {
-            latest != other.latest ? latest < other.latest : sequence < other.sequence
+            latestFireTime != other.latestFireTime ? latestFireTime < other.latestFireTime : sequence < other.sequence
         }
 
         /// Whether this callback fires before `timer` (same key as the timer heap's).
         func precedes(_ timer: LoopTimer) -> Bool {
-            latest != timer.latest ? latest < timer.latest : sequence < timer.sequence
+            latestFireTime != timer.latestFireTime ? latestFireTime < timer.latestFireTime : sequence < timer.sequence
         }
     }
 
@@ -77,8 +77,8 @@ struct CallbackTimers {
 
     /// Stores `callback` in a free slot and puts it in the heap; answers its slot and generation.
     mutating func insert(
-        deadline: Int64,
-        latest: Int64,
+        fireTime: Int64,
+        latestFireTime: Int64,
         sequence: UInt64,
         modeID: Int32,
         remoteID: UInt64,
@@ -96,7 +96,7 @@ struct CallbackTimers {
         slots[Int(slot)].modeID = modeID
         slots[Int(slot)].remoteID = remoteID
         count += 1
-        push(Entry(latest: latest, deadline: deadline, sequence: sequence, slot: slot))
+        push(Entry(latestFireTime: latestFireTime, fireTime: fireTime, sequence: sequence, slot: slot))
         return (slot, slots[Int(slot)].generation)
     }
 

@@ -15,7 +15,11 @@ extension Loop: CustomStringConvertible {
         text += "\n  common modes: \(commonModeNames.map(\.name).sorted().joined(separator: ", "))"
         for state in modeList {
             text += "\n  mode \(state.name)\(state === currentModeState ? " (current)" : ""):"
-            if state.hasNoItems && state.observers.isEmpty { text += " empty" }
+            if state.sources.isEmpty && state.descriptorSources.isEmpty && state.timers.isEmpty
+                && state.observers.isEmpty
+            {
+                text += " empty"
+            }
             for source in state.sources.sorted(by: { $0.order < $1.order }) {
                 text += "\n    source order \(source.order)\(source.isSignalled ? ", signalled" : "")"
             }
@@ -23,7 +27,7 @@ extension Loop: CustomStringConvertible {
                 text += "\n    descriptor \(source.descriptor) \(source.events) order \(source.order)"
                 if source.isParked { text += ", parked" }
             }
-            for timer in state.timers.sorted(by: { $0.deadline < $1.deadline }) {
+            for timer in state.timers.sorted(by: { $0.fireTime < $1.fireTime }) {
                 text += "\n    timer next \(timer.nextFireTime)"
                 if let interval = timer.interval { text += ", every \(interval)" }
                 if timer.tolerance > .zero { text += ", tolerance \(timer.tolerance)" }
@@ -34,7 +38,7 @@ extension Loop: CustomStringConvertible {
             }
         }
         if callbackTimers.count > 0 {
-            let next = callbackTimers.first.map { " (next at \(Instant(nanoseconds: $0.deadline)))" } ?? ""
+            let next = callbackTimers.first.map { " (next at \(Instant(nanoseconds: $0.fireTime)))" } ?? ""
             text += "\n  one-shot callbacks scheduled: \(callbackTimers.count)\(next)"
         }
         let waiting = blocks.count

@@ -120,8 +120,8 @@ extension Loop {
     // MARK: Shared membership logic
 
     private func add(_ item: AnyItem, to mode: Mode) throws(LoopError) {
-        let core = item.core
-        guard core.isValid else {
+        let base = item.base
+        guard base.isValid else {
             throw LoopError(.invalidated, message: "an invalidated item cannot be added to a loop")
         }
         // Checked before binding, so an item offered to a dead loop stays free for a live one.
@@ -131,7 +131,7 @@ extension Loop {
         guard !createdBeforeFork else {
             throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
         }
-        guard core.bind(to: self) else {
+        guard base.bind(to: self) else {
             throw LoopError(.ownedByAnotherLoop, message: "the item already belongs to another loop")
         }
         if case .descriptor(let source) = item, !source.isRegistered.load(ordering: .acquiring) {
@@ -143,10 +143,10 @@ extension Loop {
     }
 
     private func apply(_ item: AnyItem, to mode: Mode) {
-        guard item.core.isValid else { return }
+        guard item.base.isValid else { return }
         if mode == .common {
             guard commonItems.updateValue(item, forKey: item.identity) == nil else { return }
-            item.core.isCommon = true
+            item.base.isCommon = true
             for name in commonModeNames { addToMode(item, self.mode(named: name)) }
         } else {
             addToMode(item, self.mode(named: mode))
@@ -154,7 +154,7 @@ extension Loop {
     }
 
     private func remove(_ item: AnyItem, from mode: Mode) {
-        guard item.core.owner === self else { return }
+        guard item.base.owner === self else { return }
         onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in
             loop.applyRemoval(change.0.item, from: change.1)
         }
@@ -163,7 +163,7 @@ extension Loop {
     private func applyRemoval(_ item: AnyItem, from mode: Mode) {
         if mode == .common {
             guard commonItems.removeValue(forKey: item.identity) != nil else { return }
-            item.core.isCommon = false
+            item.base.isCommon = false
             for name in commonModeNames {
                 if let state = existingMode(named: name) { removeFromMode(item, state) }
             }
@@ -175,26 +175,26 @@ extension Loop {
     private func contains(_ item: AnyItem, in mode: Mode) -> Bool {
         let onLoopThread = isCurrent
         if onLoopThread { applyChanges() }
-        guard item.core.owner === self else { return false }
-        if mode == .common { return item.core.isCommon }
+        guard item.base.owner === self else { return false }
+        if mode == .common { return item.base.isCommon }
         if onLoopThread {
             guard let state = existingMode(named: mode) else { return false }
-            return item.core.isIn(modeID: state.id)
+            return item.base.isIn(modeID: state.id)
         }
         guard let id = modeNames.withLock({ $0.ids[mode] }), id < 64 else { return false }
-        return item.core.modeMask.load(ordering: .acquiring) & (1 << UInt64(id)) != 0
+        return item.base.modeMask.load(ordering: .acquiring) & (1 << UInt64(id)) != 0
     }
 
     /// Puts `item` in `state`, with what each kind needs on joining. Loop thread only.
     func addToMode(_ item: AnyItem, _ state: ModeState) {
-        let core = item.core
-        guard core.isValid, !core.isIn(modeID: state.id) else { return }
+        let base = item.base
+        guard base.isValid, !base.isIn(modeID: state.id) else { return }
         // `keepsRunAlive` set before it was added here, or from another thread: count it as asked.
-        if core.countsTowardKeepAlive != core.keepsRunAliveRequested.load(ordering: .relaxed) {
+        if base.countsTowardKeepAlive != base.keepsRunAliveRequested.load(ordering: .relaxed) {
             applyKeepsRunAlive(item)
         }
-        core.memberships.insert(ItemCore.Membership(modeID: state.id, slot: state.insert(item)))
-        core.publishMembership(modeID: state.id, present: true)
+        base.memberships.insert(LoopItem.Membership(modeID: state.id, slot: state.insert(item)))
+        base.publishMembership(modeID: state.id, present: true)
         switch item {
         case .source(let source):
             source.scheduleHandler?(self, state.name)
@@ -223,14 +223,14 @@ extension Loop {
 
     /// Takes `item` out of `state`, with what each kind needs on leaving. Loop thread only.
     func removeFromMode(_ item: AnyItem, _ state: ModeState) {
-        let core = item.core
-        guard let slot = core.memberships.remove(modeID: state.id) else { return }
-        core.publishMembership(modeID: state.id, present: false)
+        let base = item.base
+        guard let slot = base.memberships.remove(modeID: state.id) else { return }
+        base.publishMembership(modeID: state.id, present: false)
         state.remove(item, at: slot)
         switch item {
         case .source(let source):
             source.cancelHandler?(self, state.name)
-        case .timer(let timer) where !core.isInAnyMode:
+        case .timer(let timer) where !base.isInAnyMode:
             unschedule(timer)
         default:
             break
@@ -244,12 +244,12 @@ extension Loop {
 
     /// Invalidation's work on the loop's thread (``detachEverywhere(_:)``). Loop thread only.
     func detachNow(_ item: AnyItem) {
-        if item.core.isCommon {
+        if item.base.isCommon {
             commonItems[item.identity] = nil
-            item.core.isCommon = false
+            item.base.isCommon = false
         }
         // Taken one at a time rather than iterated, so removing does not mutate what is being iterated.
-        while let membership = item.core.memberships.any { removeFromMode(item, modeList[membership.modeID]) }
+        while let membership = item.base.memberships.any { removeFromMode(item, modeList[membership.modeID]) }
         switch item {
         case .timer(let timer): unschedule(timer)
         case .descriptor(let source): unregister(source)
@@ -270,7 +270,7 @@ extension Loop {
 
     /// Puts `timer` in the heap for its current deadline. Loop thread only.
     func schedule(_ timer: LoopTimer) {
-        timer.latest = timer.deadline.addingSaturating(timer.toleranceNanoseconds)
+        timer.latestFireTime = timer.fireTime.addingSaturating(timer.toleranceNanoseconds)
         timer.sequence = nextTimerSequence
         nextTimerSequence &+= 1
         timerHeap.insert(timer)
@@ -288,13 +288,13 @@ extension Loop {
     }
 
     /// Moves `timer`'s next fire time, on the loop's thread.
-    func reschedule(_ timer: LoopTimer, at deadline: Int64) {
-        onLoopThread(with: (timer, deadline)) { loop, change in
-            let (timer, deadline) = change
+    func reschedule(_ timer: LoopTimer, at fireTime: Int64) {
+        onLoopThread(with: (timer, fireTime)) { loop, change in
+            let (timer, fireTime) = change
             guard timer.isValid else { return }
             loop.unschedule(timer)
-            timer.deadline = deadline
-            if timer.core.isInAnyMode { loop.schedule(timer) }
+            timer.fireTime = fireTime
+            if timer.isInAnyMode { loop.schedule(timer) }
         }
     }
 
@@ -401,7 +401,7 @@ extension Loop {
         applyChanges()
         terminated.store(true, ordering: .releasing)
         closeInbox()
-        for (_, item) in commonItems { item.core.isCommon = false }
+        for (_, item) in commonItems { item.base.isCommon = false }
         commonItems.removeAll()
         for state in modeList {
             for source in state.sources { removeFromMode(.source(source), state) }

@@ -24,8 +24,8 @@ extension Loop {
     /// Whether nothing keeps a run in `state` going: no item whose `keepsRunAlive` is true, no main queue served
     /// there that keeps runs alive (``mainQueueKeepsRunAlive``), and the loop does not run while empty. Loop
     /// thread only.
-    func hasNothingToWaitFor(_ state: ModeState) -> Bool {
-        state.hasNoKeepAliveItems && (commonCallbackCount == 0 || !state.isCommon)
+    func nothingKeepsAlive(_ state: ModeState) -> Bool {
+        state.keepAliveCount == 0 && (commonCallbackCount == 0 || !state.isCommon)
             && !(servesMainQueue(in: state) && mainQueueKeepsAlive.load(ordering: .relaxed))
             && !runsWhenEmpty.load(ordering: .relaxed)
     }
@@ -33,10 +33,10 @@ extension Loop {
     /// Brings the modes' keep-alive counts in line with `item`'s `keepsRunAlive` as last set. Loop thread only.
     func applyKeepsRunAlive(_ item: AnyItem) {
         if case .observer = item { return }
-        let core = item.core
-        let wanted = core.keepsRunAliveRequested.load(ordering: .acquiring)
-        guard core.countsTowardKeepAlive != wanted else { return }
-        core.countsTowardKeepAlive = wanted
-        core.memberships.forEach { modeList[$0.modeID].adjustKeepAliveCount(by: wanted ? 1 : -1) }
+        let base = item.base
+        let wanted = base.keepsRunAliveRequested.load(ordering: .acquiring)
+        guard base.countsTowardKeepAlive != wanted else { return }
+        base.countsTowardKeepAlive = wanted
+        base.memberships.forEach { modeList[$0.modeID].adjustKeepAliveCount(by: wanted ? 1 : -1) }
     }
 }

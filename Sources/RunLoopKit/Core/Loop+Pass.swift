@@ -124,9 +124,9 @@ extension Loop {
         var kept = 0
         for index in signalledSources.indices {
             let source = signalledSources[index]
-            if !source.isValid || !source.core.isInAnyMode {
+            if !source.isValid || !source.isInAnyMode {
                 source.queued = false  // Re-queued by `addToMode` if it is added again while signalled.
-            } else if source.core.isIn(modeID: state.id) && (!onlyOne || due.isEmpty) {
+            } else if source.isIn(modeID: state.id) && (!onlyOne || due.isEmpty) {
                 source.queued = false
                 due.append(source)
             } else {
@@ -141,8 +141,8 @@ extension Loop {
             guard source.isValid else { continue }
             // An earlier callout of this pass may have taken the source out of the running mode (CF performs it
             // anyway): it keeps its signal for a pass of a mode it is still in.
-            guard source.core.isIn(modeID: state.id) else {
-                if source.core.isInAnyMode && source.signalled.load(ordering: .acquiring) { queueSignalled(source) }
+            guard source.isIn(modeID: state.id) else {
+                if source.isInAnyMode && source.signalled.load(ordering: .acquiring) { queueSignalled(source) }
                 continue
             }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
@@ -208,13 +208,14 @@ extension Loop {
         poller.isWaiting.store(true, ordering: .sequentiallyConsistent)
         return signalStack.isEmpty && inbox.isEmpty && !stopRequested.load(ordering: .sequentiallyConsistent)
             && !wakeRequested.exchange(false, ordering: .sequentiallyConsistent) && !hasLocalWork(in: state)
-            && (evenIfEmpty || !modeEmptied(state))
+            && (evenIfEmpty || !nothingKeepsAlive(state))
     }
 
     /// Arms the timerfd for the earlier of the first timer's latest fire time and `deadline`; answers false, arming
     /// nothing, when that time has come or is closer than ``sleepHorizon`` (so the loop polls instead of sleeping).
     func armTimer(until deadline: Int64) -> Bool {
-        let wakeTime = min(timerHeap.first?.latest ?? .max, callbackTimers.first?.latest ?? .max, deadline)
+        let wakeTime = min(
+            timerHeap.first?.latestFireTime ?? .max, callbackTimers.first?.latestFireTime ?? .max, deadline)
         guard wakeTime != .max else { return true }
         let now = MonotonicClock.now()
         guard wakeTime - now > Self.sleepHorizon else { return false }
@@ -230,18 +231,12 @@ extension Loop {
     /// on every poll. CF always sleeps.
     static let sleepHorizon: Int64 = 20_000
 
-    /// Whether a beforeWaiting callout removed the mode's last item: nothing could wake the loop but its deadline,
-    /// so poll and let the exit checks answer ``Loop/RunResult/finished``.
-    private func modeEmptied(_ state: ModeState) -> Bool {
-        hasNothingToWaitFor(state)
-    }
-
     /// Whether work for a run in `state` is already queued on this thread: a block or actor job, a signalled
     /// source, or main-queue work the loop has been told of and may serve now.
     private func hasLocalWork(in state: ModeState) -> Bool {
         if mainQueue.hasWork && servesMainQueue(in: state) { return true }
         if blocks.contains(where: { canRun($0, state) }) { return true }
-        return signalledSources.contains { $0.core.isIn(modeID: state.id) }
+        return signalledSources.contains { $0.isIn(modeID: state.id) }
     }
 
     private func eventBuffer(depth: Int) -> UnsafeMutableBufferPointer<epoll_event> {
@@ -261,15 +256,15 @@ extension Loop {
     /// fires in this pass; what a handler schedules for now waits for the next one.
     func fireDueTimers() {
         guard let state = currentModeState else { return }
-        let nextTimer = timerHeap.first?.deadline ?? .max
-        let nextCallback = callbackTimers.first?.deadline ?? .max
+        let nextTimer = timerHeap.first?.fireTime ?? .max
+        let nextCallback = callbackTimers.first?.fireTime ?? .max
         guard min(nextTimer, nextCallback) != .max else { return }
         let now = MonotonicClock.now()
         guard min(nextTimer, nextCallback) <= now else { return }
         var due = timerArrays.take()
         if nextTimer <= now { takeDueTimers(before: now, in: state, into: &due) }
         var dueCallbacks = callbackArrays.take()
-        while let first = callbackTimers.first, first.deadline <= now {
+        while let first = callbackTimers.first, first.fireTime <= now {
             let entry = callbackTimers.takeFirstAsDue()
             if callbackRuns(modeID: callbackTimers.modeID(ofSlot: entry.slot), in: state) {
                 dueCallbacks.append(entry)
@@ -296,9 +291,9 @@ extension Loop {
     }
 
     private func takeDueTimers(before now: Int64, in state: ModeState, into due: inout [LoopTimer]) {
-        while let timer = timerHeap.first, timer.deadline <= now {
+        while let timer = timerHeap.first, timer.fireTime <= now {
             timerHeap.remove(timer)
-            if timer.core.isIn(modeID: state.id) {
+            if timer.isIn(modeID: state.id) {
                 timer.state = .due
                 due.append(timer)
             } else {
@@ -316,7 +311,7 @@ extension Loop {
         }
         // An earlier handler of this pass took the timer out of the running mode but not out of all its modes
         // (CF fires it anyway): it waits, due, for one of its modes to run.
-        guard timer.core.isIn(modeID: state.id) else {
+        guard timer.isIn(modeID: state.id) else {
             timer.state = .parked
             parkedTimers.append(timer)
             return
@@ -327,11 +322,11 @@ extension Loop {
         if !timer.repeats {
             timer.state = .idle
             // `invalidate()` without its trip through the any-thread path: this is the loop's thread.
-            if timer.core.markInvalid() { detachNow(.timer(timer)) }
-        } else if !timer.core.isInAnyMode {
+            if timer.markInvalid() { detachNow(.timer(timer)) }
+        } else if !timer.isInAnyMode {
             timer.state = .idle
         } else {
-            timer.deadline = nextGridTime(after: timer.deadline, interval: timer.intervalNanoseconds)
+            timer.fireTime = nextGridTime(after: timer.fireTime, interval: timer.intervalNanoseconds)
             schedule(timer)
         }
     }
@@ -340,7 +335,7 @@ extension Loop {
     private func fire(_ entry: CallbackTimers.Entry) {
         var callback: CallbackTimers.Stored?
         guard let slot = callbackTimers.takeForFiring(entry, callback: &callback), let callback else { return }
-        finished(slot)
+        callbackEnded(slot)
         callback.run()
     }
 
@@ -365,7 +360,7 @@ extension Loop {
             guard tag > Poller.lastLoopTag else { continue }
             let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
             guard let source = registrations[descriptor], source.epollTag == tag, source.isValid else { continue }
-            if source.core.isIn(modeID: state.id) {
+            if source.isIn(modeID: state.id) {
                 let events = FileDescriptorSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
                 let position = ready.firstIndex { $0.0.order > source.order } ?? ready.endIndex
                 ready.insert((source, events), at: position)
@@ -374,7 +369,7 @@ extension Loop {
             }
         }
         var handled = false
-        for (source, events) in ready where source.isValid && source.core.isIn(modeID: state.id) {
+        for (source, events) in ready where source.isValid && source.isIn(modeID: state.id) {
             source.handler(source, events)
             handled = true
         }

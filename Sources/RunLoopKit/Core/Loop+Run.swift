@@ -106,10 +106,10 @@ extension Loop {
         }
     }
 
-    /// Whether a run in `state` has nothing to wait for: nothing keeps it alive (``hasNothingToWaitFor(_:)``) and
+    /// Whether a run in `state` has nothing to wait for: nothing keeps it alive (``nothingKeepsAlive(_:)``) and
     /// no block, actor job or main-queue work it could run is queued.
     func isEmpty(_ state: ModeState) -> Bool {
-        guard hasNothingToWaitFor(state) else { return false }
+        guard nothingKeepsAlive(state) else { return false }
         return !blocks.contains { canRun($0, state) } && !hasQueuedMainQueueWork(in: state)
     }
 
@@ -129,7 +129,7 @@ extension Loop {
             var index = 0
             while index < parkedTimers.count {
                 let timer = parkedTimers[index]
-                if timer.core.isIn(modeID: state.id) {
+                if timer.isIn(modeID: state.id) {
                     parkedTimers.remove(at: index)
                     schedule(timer)
                 } else {
@@ -141,7 +141,7 @@ extension Loop {
             var index = 0
             while index < parkedDescriptorSources.count {
                 let source = parkedDescriptorSources[index]
-                if source.core.isIn(modeID: state.id) {
+                if source.isIn(modeID: state.id) {
                     parkedDescriptorSources.remove(at: index)
                     unpark(source)
                 } else {

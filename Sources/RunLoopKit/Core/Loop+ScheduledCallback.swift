@@ -52,10 +52,10 @@ extension Loop {
         guard !terminated.load(ordering: .acquiring) else {
             throw LoopError(.loopTerminated, message: "the loop's thread has exited")
         }
-        let deadline = fireTime.nanoseconds
+        let fireNanoseconds = fireTime.nanoseconds
         if isCurrent {
             let (slot, generation) = insertCallback(
-                deadline: deadline, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, callback)
+                fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, callback)
             return ScheduledCallback(loopSerial: serial, slot: slot, key: UInt64(generation))
         }
         guard !createdBeforeFork else {
@@ -64,7 +64,7 @@ extension Loop {
         let id = remoteCallbackIDs.add(1, ordering: .relaxed).newValue
         let posting = inbox.post(change: { [self, toleranceNanoseconds] in
             let (slot, generation) = insertCallback(
-                deadline: deadline, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, callback)
+                fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, callback)
             remoteCallbacks[id] = (slot, generation)
         })
         guard posting != .refused else { throw LoopError(.loopTerminated, message: "the loop's thread has exited") }
@@ -102,15 +102,8 @@ extension Loop {
 
     // MARK: Loop thread
 
-    /// Whether `callback` is still waiting to run. Loop thread only (for tests).
-    func isScheduled(_ callback: ScheduledCallback) -> Bool {
-        guard callback.loopSerial == serial else { return false }
-        guard let (slot, generation) = slotAndGeneration(of: callback) else { return false }
-        return callbackTimers.isScheduled(slot: slot, generation: generation)
-    }
-
     private func insertCallback(
-        deadline: Int64,
+        fireTime: Int64,
         tolerance: Int64,
         mode: Mode,
         remoteID: UInt64,
@@ -128,7 +121,8 @@ extension Loop {
         let sequence = nextTimerSequence
         nextTimerSequence &+= 1
         return callbackTimers.insert(
-            deadline: deadline, latest: deadline.addingSaturating(tolerance), sequence: sequence, modeID: modeID,
+            fireTime: fireTime, latestFireTime: fireTime.addingSaturating(tolerance), sequence: sequence,
+            modeID: modeID,
             remoteID: remoteID, callback: callback)
     }
 
@@ -142,12 +136,12 @@ extension Loop {
         guard let (slot, generation) = slotAndGeneration(of: callback) else { return }
         var released: CallbackTimers.Stored?
         guard let state = callbackTimers.cancel(slot: slot, generation: generation, released: &released) else { return }
-        finished(state)
+        callbackEnded(state)
         // `released` goes out of scope here, after the table is consistent again.
     }
 
     /// Books a callback's end (fired or cancelled): its mode's keep-alive count, and its remote id.
-    func finished(_ state: CallbackTimers.Slot) {
+    func callbackEnded(_ state: CallbackTimers.Slot) {
         countCallback(inMode: state.modeID, by: -1)
         if state.remoteID != 0 { remoteCallbacks[state.remoteID] = nil }
     }

@@ -204,7 +204,7 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
-        enqueue(PendingBlock(modes: blockModes(for: mode), closure: block))
+        post(PendingBlock(modes: blockModes(for: mode), closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in the default mode: the
@@ -215,7 +215,7 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the block will never run.
     @discardableResult
     public func perform(_ block: @escaping @Sendable () -> Void) -> Bool {
-        enqueue(PendingBlock(modes: .defaultMode, closure: block))
+        post(PendingBlock(modes: .defaultMode, closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
@@ -229,7 +229,7 @@ public final class Loop: @unchecked Sendable {
         for mode in modes where mode != .default && mode != .common {
             modeNames.withLock { names in names.noteNamedByBlock(mode) }
         }
-        return enqueue(PendingBlock(modes: BlockModes(modes), closure: block))
+        return post(PendingBlock(modes: BlockModes(modes), closure: block))
     }
 
     /// Queues a call of `function(argument)` on the loop's thread, at the next block point of a pass in the default
@@ -244,7 +244,7 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the call will never happen.
     @discardableResult
     public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
-        enqueue(PendingBlock(modes: .defaultMode, call: FunctionCall(function: function, argument: argument)))
+        post(PendingBlock(modes: .defaultMode, call: FunctionCall(function: function, argument: argument)))
     }
 
     /// Queues a call of `function(argument)` for a pass in `mode` (or any common mode, for ``Mode/common``); see
@@ -252,7 +252,7 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: `false` if the loop's thread has exited, so the call will never happen.
     @discardableResult
     public func perform(in mode: Mode, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
-        enqueue(PendingBlock(modes: blockModes(for: mode), call: FunctionCall(function: function, argument: argument)))
+        post(PendingBlock(modes: blockModes(for: mode), call: FunctionCall(function: function, argument: argument)))
     }
 
     /// The modes of a block queued for `mode`.
@@ -271,7 +271,7 @@ public final class Loop: @unchecked Sendable {
     }
 
     @inline(__always)
-    private func enqueue(_ block: consuming PendingBlock) -> Bool {
+    private func post(_ block: consuming PendingBlock) -> Bool {
         if terminated.load(ordering: .acquiring) { return false }
         if isCurrent {
             blocks.append(block, pool: inbox.segments)

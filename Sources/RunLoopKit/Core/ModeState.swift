@@ -29,15 +29,6 @@ final class ModeState {
     /// `keepsRunAlive` is true; observers never do).
     @exclusivity(unchecked) private(set) var keepAliveCount = 0
 
-    /// True when the mode has no source, descriptor source or timer (observers do not count).
-    var hasNoItems: Bool {
-        sources.isEmpty && descriptorSources.isEmpty && timers.isEmpty
-    }
-
-    /// True when no item of the mode keeps a run of it going: no source, descriptor source or timer, or only ones
-    /// whose `keepsRunAlive` is false.
-    var hasNoKeepAliveItems: Bool { keepAliveCount == 0 }
-
     /// Counts an item of the mode that starts (`+1`) or stops (`-1`) keeping runs going.
     func adjustKeepAliveCount(by delta: Int) {
         keepAliveCount += delta
@@ -78,27 +69,18 @@ final class ModeState {
     }
 
     /// Appends `item` (counting it if it keeps runs alive); answers its slot.
-    private func append<Item: ModeItem>(_ item: Item, to items: inout [Item]) -> Int {
-        if item.core.countsTowardKeepAlive { keepAliveCount += 1 }
+    private func append<Item: LoopItem>(_ item: Item, to items: inout [Item]) -> Int {
+        if item.countsTowardKeepAlive { keepAliveCount += 1 }
         items.append(item)
         return items.count - 1
     }
 
     /// Fills the hole at `slot` with the last item and tells that item its new slot.
-    private func removeSwapping<Item: ModeItem>(at slot: Int, from items: inout [Item]) {
-        if items[slot].core.countsTowardKeepAlive { keepAliveCount -= 1 }
+    private func removeSwapping<Item: LoopItem>(at slot: Int, from items: inout [Item]) {
+        if items[slot].countsTowardKeepAlive { keepAliveCount -= 1 }
         let last = items.removeLast()
         guard slot < items.count else { return }
         items[slot] = last
-        last.core.memberships.setSlot(slot, modeID: id)
+        last.memberships.setSlot(slot, modeID: id)
     }
 }
-
-/// An item kept in a mode's array: sources, descriptor sources and timers.
-protocol ModeItem: AnyObject {
-    var core: ItemCore { get }
-}
-
-extension LoopSource: ModeItem {}
-extension FileDescriptorSource: ModeItem {}
-extension LoopTimer: ModeItem {}

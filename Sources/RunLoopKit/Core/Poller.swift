@@ -74,9 +74,6 @@ final class Poller: Sendable {
         }
     }
 
-    /// Whether ``close()`` has run.
-    var isClosed: Bool { !lifecycle.withLock { $0 } }
-
     // MARK: Waking (any thread)
 
     /// Makes a sleeping loop return from `epoll_wait`; costs one atomic load when the loop is awake.

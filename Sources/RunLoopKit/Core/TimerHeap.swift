@@ -1,4 +1,4 @@
-/// A 4-ary min-heap of timers keyed by (latest fire time, sequence number), with each timer knowing its index.
+/// A 4-ary min-heap of timers keyed by (latestFireTime fire time, sequence number), with each timer knowing its index.
 ///
 /// Insert, remove and reposition are O(log n); the earliest timer is O(1). Each entry carries its key next to the
 /// timer, so sifting compares entries in the heap's own array instead of following a reference per comparison;
@@ -12,14 +12,14 @@
 struct TimerHeap {
     /// A timer and a copy of its key, taken when it was inserted.
     struct Entry {
-        let latest: Int64
+        let latestFireTime: Int64
         let sequence: UInt64
         let reference: Unmanaged<LoopTimer>
 
         var timer: LoopTimer { reference.takeUnretainedValue() }
 
         func precedes(_ other: Entry) -> Bool {
-            latest != other.latest ? latest < other.latest : sequence < other.sequence
+            latestFireTime != other.latestFireTime ? latestFireTime < other.latestFireTime : sequence < other.sequence
         }
     }
 
@@ -31,10 +31,11 @@ struct TimerHeap {
     /// The timer due first, if any.
     var first: LoopTimer? { entries.first?.timer }
 
-    /// Adds `timer` under its current ``LoopTimer/latest`` and ``LoopTimer/sequence``, which must not change while it
+    /// Adds `timer` under its current ``LoopTimer/latestFireTime`` and ``LoopTimer/sequence``, which must not change while it
     /// is in the heap (reposition by removing and inserting again).
     mutating func insert(_ timer: LoopTimer) {
-        let entry = Entry(latest: timer.latest, sequence: timer.sequence, reference: .passUnretained(timer))
+        let entry = Entry(
+            latestFireTime: timer.latestFireTime, sequence: timer.sequence, reference: .passUnretained(timer))
         entries.append(entry)
         let hole = entries.count - 1
         entries.withUnsafeMutableBufferPointer { entries in
@@ -59,19 +60,12 @@ struct TimerHeap {
         }
     }
 
-    /// Removes and returns the first timer.
-    mutating func removeFirst() -> LoopTimer? {
-        guard let top = entries.first?.timer else { return nil }
-        remove(top)
-        return top
-    }
-
     /// Traps if any parent sorts after a child, an index is stale or a key copy is out of date. For tests.
     func checkInvariants() {
         for (index, entry) in entries.enumerated() {
             precondition(entry.timer.heapIndex == index, "timer heap index is stale")
             precondition(
-                entry.latest == entry.timer.latest && entry.sequence == entry.timer.sequence,
+                entry.latestFireTime == entry.timer.latestFireTime && entry.sequence == entry.timer.sequence,
                 "timer key changed while in the heap")
             if index > 0 {
                 precondition(!entry.precedes(entries[(index - 1) / 4]), "timer heap order is broken")

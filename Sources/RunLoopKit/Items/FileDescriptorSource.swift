@@ -160,7 +160,7 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
             let watched = newValue.intersection([.readable, .writable])
             guard watchedEvents.exchange(watched.rawValue, ordering: .acquiringAndReleasing) != watched.rawValue
             else { return }
-            core.owner?.onLoopThread(with: self) { loop, source in loop.applyWatchedEvents(source) }
+            owner?.onLoopThread(with: self) { loop, source in loop.applyWatchedEvents(source) }
         }
     }
 
@@ -169,8 +169,8 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     /// whose mode holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another thread
     /// it takes effect at the loop's next pass.
     public var keepsRunAlive: Bool {
-        get { core.keepsRunAliveRequested.load(ordering: .relaxed) }
-        set { core.requestKeepsRunAlive(newValue, for: .descriptor(self)) }
+        get { keepsRunAliveRequested.load(ordering: .relaxed) }
+        set { requestKeepsRunAlive(newValue, for: .descriptor(self)) }
     }
 
     /// Stops watching for good: removes the source from every mode and its descriptor from the loop's epoll set.
@@ -178,8 +178,8 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     ///
     /// After it returns no new handler call starts. Call it before closing the descriptor.
     public func invalidate() {
-        guard core.markInvalid() else { return }
-        guard let owner = core.owner else { return }
+        guard markInvalid() else { return }
+        guard let owner = owner else { return }
         // Out of the epoll set now, on the calling thread, while the descriptor is still open (the contract): a
         // number closed and reused later, before the loop's next pass, is never mistaken for this one.
         owner.removeRegistration(of: self)

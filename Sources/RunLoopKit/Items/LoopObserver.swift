@@ -57,7 +57,7 @@ public final class LoopObserver: LoopItem, @unchecked Sendable {  // Unchecked: 
     ///
     /// After it returns no new call starts.
     public func invalidate() {
-        guard core.markInvalid() else { return }
-        core.owner?.detachEverywhere(.observer(self))
+        guard markInvalid() else { return }
+        owner?.detachEverywhere(.observer(self))
     }
 }

@@ -70,9 +70,9 @@ public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: se
     /// is written only when the loop sleeps, and at most once per sleep. Signalling an invalidated source does
     /// nothing. A source signalled before it is added to a loop is performed once it is.
     public func signal() {
-        guard core.isValid else { return }
+        guard isValid else { return }
         guard !signalled.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        guard let loop = core.owner else { return }
+        guard let loop = owner else { return }
         loop.enqueueSignalled(self)
     }
 
@@ -84,8 +84,8 @@ public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: se
     /// holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another thread it takes
     /// effect at the loop's next pass.
     public var keepsRunAlive: Bool {
-        get { core.keepsRunAliveRequested.load(ordering: .relaxed) }
-        set { core.requestKeepsRunAlive(newValue, for: .source(self)) }
+        get { keepsRunAliveRequested.load(ordering: .relaxed) }
+        set { requestKeepsRunAlive(newValue, for: .source(self)) }
     }
 
     /// Removes the source from every mode of its loop for good, calling cancel once per mode. Safe from any thread.
@@ -93,8 +93,8 @@ public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: se
     /// After it returns no new perform starts (one already running on the loop's thread finishes). The cancel
     /// handlers run on the loop's thread: at once when called there, else at the loop's next pass.
     public func invalidate() {
-        guard core.markInvalid() else { return }
+        guard markInvalid() else { return }
         signalled.store(false, ordering: .releasing)
-        core.owner?.detachEverywhere(.source(self))
+        owner?.detachEverywhere(.source(self))
     }
 }

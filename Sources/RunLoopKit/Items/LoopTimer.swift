@@ -27,7 +27,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     let intervalNanoseconds: Int64
     let toleranceNanoseconds: Int64
     /// The next fire time in monotonic nanoseconds; written on the loop's thread (or before the timer is added).
-    private let deadlineStorage: Atomic<Int64>
+    private let fireTimeStorage: Atomic<Int64>
 
     enum State {
         /// In no heap: never added, removed from every mode, or invalidated.
@@ -48,7 +48,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     /// Tie-breaker among equal fire times: insertion order.
     nonisolated(unsafe) var sequence: UInt64 = 0
     /// Fire time plus tolerance: the heap key and the latest time the loop must wake for it.
-    nonisolated(unsafe) var latest: Int64 = 0
+    nonisolated(unsafe) var latestFireTime: Int64 = 0
 
     /// Creates a timer that first fires at `fireTime`.
     ///
@@ -83,7 +83,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
         self.handler = handler
         self.intervalNanoseconds = intervalNanoseconds
         self.toleranceNanoseconds = toleranceNanoseconds
-        self.deadlineStorage = Atomic(fireTime.nanoseconds)
+        self.fireTimeStorage = Atomic(fireTime.nanoseconds)
     }
 
     /// Creates a timer that first fires `delay` from now; see ``init(at:repeating:tolerance:order:handler:)``.
@@ -104,11 +104,11 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     }
 
     /// The next time the timer will fire (inside its handler: the time being fired). Safe from any thread.
-    public var nextFireTime: Loop.Instant { Loop.Instant(nanoseconds: deadline) }
+    public var nextFireTime: Loop.Instant { Loop.Instant(nanoseconds: fireTime) }
 
-    var deadline: Int64 {
-        get { deadlineStorage.load(ordering: .relaxed) }
-        set { deadlineStorage.store(newValue, ordering: .relaxed) }
+    var fireTime: Int64 {
+        get { fireTimeStorage.load(ordering: .relaxed) }
+        set { fireTimeStorage.store(newValue, ordering: .relaxed) }
     }
 
     /// Whether this timer keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one that
@@ -116,8 +116,8 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     /// holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another thread it takes
     /// effect at the loop's next pass.
     public var keepsRunAlive: Bool {
-        get { core.keepsRunAliveRequested.load(ordering: .relaxed) }
-        set { core.requestKeepsRunAlive(newValue, for: .timer(self)) }
+        get { keepsRunAliveRequested.load(ordering: .relaxed) }
+        set { requestKeepsRunAlive(newValue, for: .timer(self)) }
     }
 
     /// Whether the timer repeats.
@@ -128,9 +128,9 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     /// From inside the handler this also re-arms a one-shot timer. On another thread than the loop's, the
     /// change reaches the loop at its next pass, and the loop is woken to make it. An invalid timer ignores it.
     public func setNextFireTime(_ fireTime: Loop.Instant) {
-        guard core.isValid else { return }
-        guard let loop = core.owner else {
-            deadline = fireTime.nanoseconds
+        guard isValid else { return }
+        guard let loop = owner else {
+            self.fireTime = fireTime.nanoseconds
             return
         }
         loop.reschedule(self, at: fireTime.nanoseconds)
@@ -141,7 +141,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     /// After it returns no new firing starts (one already running on the loop's thread finishes). From inside
     /// the handler it prevents any repeat.
     public func invalidate() {
-        guard core.markInvalid() else { return }
-        core.owner?.detachEverywhere(.timer(self))
+        guard markInvalid() else { return }
+        owner?.detachEverywhere(.timer(self))
     }
 }

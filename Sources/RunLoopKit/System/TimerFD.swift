@@ -26,12 +26,4 @@ enum TimerFD {
             timerfd_settime(descriptor, CInt(TFD_TIMER_ABSTIME), &spec, nil)
         }
     }
-
-    /// Disarms the timer.
-    ///
-    /// The corresponding C call is `timerfd_settime(2)` with a zero expiry.
-    static func disarm(_ descriptor: CInt) throws(SystemError) {
-        var spec = itimerspec()
-        _ = try retryingOnInterrupt("timerfd_settime") { timerfd_settime(descriptor, 0, &spec, nil) }
-    }
 }

@@ -4,10 +4,10 @@ import Testing
 
 /// An item's mode memberships (first one inline, the rest in an array) and a mode's slot bookkeeping.
 @Suite struct MembershipsTests {
-    typealias Membership = ItemCore.Membership
+    typealias Membership = LoopItem.Membership
 
     @Test func insertRemoveAndSlotsAcrossTheInlineAndTheArrayPart() {
-        var memberships = ItemCore.Memberships()
+        var memberships = LoopItem.Memberships()
         #expect(memberships.isEmpty && memberships.any == nil)
         memberships.insert(Membership(modeID: 0, slot: 10))
         memberships.insert(Membership(modeID: 1, slot: 11))

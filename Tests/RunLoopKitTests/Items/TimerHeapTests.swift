@@ -7,13 +7,13 @@ import Testing
     /// A timer with its heap key set directly (the heap orders by `latest`, then `sequence`).
     static func timer(latest: Int64, sequence: UInt64) -> LoopTimer {
         let timer = try! LoopTimer(at: Loop.Instant(nanoseconds: latest)) { _ in }
-        timer.latest = latest
+        timer.latestFireTime = latest
         timer.sequence = sequence
         return timer
     }
 
     static func precedes(_ a: LoopTimer, _ b: LoopTimer) -> Bool {
-        a.latest != b.latest ? a.latest < b.latest : a.sequence < b.sequence
+        a.latestFireTime != b.latestFireTime ? a.latestFireTime < b.latestFireTime : a.sequence < b.sequence
     }
 
     @Test(arguments: [1 as UInt64, 2, 3, 42])
@@ -36,14 +36,14 @@ import Testing
                 heap.remove(victim)
                 #expect(victim.heapIndex == -1)
             } else {
-                let first = heap.removeFirst()
+                let first = heap.popFirst()
                 #expect(first === reference.removeFirst(), "step \(step)")
             }
             heap.checkInvariants()
             #expect(heap.count == reference.count)
             #expect(heap.first === reference.first)
         }
-        while let next = heap.removeFirst() {
+        while let next = heap.popFirst() {
             #expect(next === reference.removeFirst())
         }
         #expect(reference.isEmpty && heap.isEmpty)
@@ -55,16 +55,16 @@ import Testing
         for timer in timers { heap.insert(timer) }
         // Move every even timer to the far end, as rescheduling does.
         var sequence: UInt64 = 1_000
-        for timer in timers where timer.latest % 2 == 0 {
+        for timer in timers where timer.latestFireTime % 2 == 0 {
             heap.remove(timer)
-            timer.latest += 1_000
+            timer.latestFireTime += 1_000
             timer.sequence = sequence
             sequence += 1
             heap.insert(timer)
             heap.checkInvariants()
         }
         var previous: LoopTimer?
-        while let next = heap.removeFirst() {
+        while let next = heap.popFirst() {
             if let previous { #expect(Self.precedes(previous, next)) }
             previous = next
         }
@@ -97,7 +97,7 @@ import Testing
         var drained = 0
         var previous: LoopTimer?
         var ordered = true
-        while let next = heap.removeFirst() {
+        while let next = heap.popFirst() {
             if let previous, !Self.precedes(previous, next) { ordered = false }
             previous = next
             drained += 1
@@ -105,5 +105,14 @@ import Testing
         #expect(ordered)
         #expect(drained == count - (count + 2) / 3)
         #expect(heap.isEmpty)
+    }
+}
+
+extension TimerHeap {
+    /// Removes and returns the first timer (the loop itself takes due timers one by one with `first` and `remove`).
+    mutating func popFirst() -> LoopTimer? {
+        guard let top = first else { return nil }
+        remove(top)
+        return top
     }
 }

@@ -80,23 +80,10 @@ import Testing
         #expect(Self.readCounter(descriptor) == 1)
     }
 
-    @Test func timerFDDisarmCancelsTheExpiry() throws {
-        let descriptor = try TimerFD.create()
-        defer { close(descriptor) }
-        try TimerFD.arm(descriptor, atMonotonicNanoseconds: MonotonicClock.now() + 20_000_000)
-        try TimerFD.disarm(descriptor)
-        var current = itimerspec()
-        #expect(timerfd_gettime(descriptor, &current) == 0)
-        #expect(current.it_value.tv_sec == 0 && current.it_value.tv_nsec == 0)
-        #expect(!Self.isReadable(descriptor, within: 60))
-    }
-
     @Test func timerFDErrorsNameTheCall() {
         let closed = ItemsSupport.closedDescriptorNumber(slot: 2)
         let arm = Self.systemError { () throws(SystemError) in try TimerFD.arm(closed, atMonotonicNanoseconds: 1) }
         #expect(arm == SystemError(call: "timerfd_settime", errno: EBADF))
-        let disarm = Self.systemError { () throws(SystemError) in try TimerFD.disarm(closed) }
-        #expect(disarm == SystemError(call: "timerfd_settime", errno: EBADF))
     }
 
     @Test func epollReportsReadinessWithItsTag() throws {

@@ -48,7 +48,7 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
         valid.load(ordering: .sequentiallyConsistent)
     }
 
-    /// The item's shared part: itself (kept so the loop's code reads `item.core.…`).
+    /// The item's shared part: itself (kept so the loop's code reads `item.base.…`).
     final var core: ItemCore {
         @inline(__always) get { self }
     }
@@ -129,12 +129,13 @@ enum AnyItem {
     case timer(LoopTimer)
     case observer(LoopObserver)
 
-    var core: ItemCore {
+    /// The item as its base class: what the four kinds share.
+    var base: LoopItem {
         switch self {
-        case .source(let item): item.core
-        case .descriptor(let item): item.core
-        case .timer(let item): item.core
-        case .observer(let item): item.core
+        case .source(let item): item
+        case .descriptor(let item): item
+        case .timer(let item): item
+        case .observer(let item): item
         }
     }
 

@@ -1,7 +1,7 @@
-/// The loop's name for an item's shared part (``LoopItem``), as seen through `item.core`.
+/// The loop's name for an item's shared part (``LoopItem``), as seen through `item.base`.
 typealias ItemCore = LoopItem
 
-extension ItemCore {
+extension LoopItem {
     /// Where the item sits in one mode: the mode's id, and the item's index in that mode's array of its kind.
     struct Membership {
         let modeID: Int

@@ -1,6 +1,8 @@
 import Glibc
 
-/// The calls that send a signal, each wrapped once (tests and tools send signals through these).
+@testable import RunLoopKit
+
+/// The calls tests send signals with, wrapped once (EINTR retried, errno as a `SystemError`).
 enum ProcessSignal {
     /// Sends `signal` to process `process` (any of its threads that does not block it receives it).
     ///
