@@ -5,16 +5,16 @@ extension Loop: CustomStringConvertible {
     /// next fire time, interval and tolerance, observers with activities, descriptor sources with descriptor and
     /// events), and how many one-shot callbacks are scheduled. From another thread, where the items cannot be read safely, it gives the summary line only.
     public var description: String {
-        var text = "Loop(thread \(threadID)\(isMain ? ", main" : "")"
-        if terminated.load(ordering: .relaxed) { return text + ", terminated)" }
+        var text = "Loop(thread \(identity.threadID)\(isMain ? ", main" : "")"
+        if isTerminated { return text + ", terminated)" }
         text += ", \(isWaiting ? "waiting" : "awake")"
         if let mode = currentMode { text += ", running \(mode)" }
         text += ")"
         guard isCurrent else { return text }
         applyChanges()
-        text += "\n  common modes: \(commonModeNames.map(\.name).sorted().joined(separator: ", "))"
-        for state in modeList {
-            text += "\n  mode \(state.name)\(state === currentModeState ? " (current)" : ""):"
+        text += "\n  common modes: \(modeTable.commonNames.map(\.name).sorted().joined(separator: ", "))"
+        for state in modeTable.list {
+            text += "\n  mode \(state.name)\(state === runStack.mode ? " (current)" : ""):"
             if state.sources.isEmpty && state.descriptorSources.isEmpty && state.timers.isEmpty
                 && state.observers.isEmpty
             {
@@ -37,9 +37,9 @@ extension Loop: CustomStringConvertible {
                 if !observer.repeats { text += ", once" }
             }
         }
-        if callbackTimers.count > 0 {
-            let next = callbackTimers.first.map { " (next at \(Instant(nanoseconds: $0.fireTime)))" } ?? ""
-            text += "\n  one-shot callbacks scheduled: \(callbackTimers.count)\(next)"
+        if timerTable.callbacks.count > 0 {
+            let next = timerTable.callbacks.first.map { " (next at \(Instant(nanoseconds: $0.fireTime)))" } ?? ""
+            text += "\n  one-shot callbacks scheduled: \(timerTable.callbacks.count)\(next)"
         }
         let waiting = blocks.count
         if waiting > 0 { text += "\n  blocks waiting: \(waiting)" }

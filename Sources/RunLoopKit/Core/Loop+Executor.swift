@@ -52,7 +52,7 @@ extension Loop {
             blocks.append(block, pool: inbox.segments)
             return
         }
-        guard !terminated.load(ordering: .acquiring) else { trapJobForExitedThread() }
+        guard !isTerminated else { trapJobForExitedThread() }
         switch inbox.post(block, isClosureBlock: false) {
         case .refused: trapJobForExitedThread()
         case .queuedFirst: poller.wakeIfSleeping()
@@ -68,7 +68,7 @@ extension Loop {
     /// never entered again by another job of the same executor.
     @inline(__always)
     func canRun(_ block: PendingBlock, _ state: ModeState) -> Bool {
-        matches(block.modes, state) && (block.job == nil || !isRunningJob)
+        matches(block.modes, state) && (block.job == nil || !runStack.isRunningJob)
     }
 
     /// Runs a block's closure, its job on the job's executor, or its function call. Loop thread only.
@@ -78,9 +78,9 @@ extension Loop {
         case nil:
             block.closure()
         case .job(let queued):
-            isRunningJob = true
+            runStack.isRunningJob = true
             queued.job.runSynchronously(on: queued.executor)
-            isRunningJob = false
+            runStack.isRunningJob = false
         case .call(let call):
             call.function(call.argument)
         }
@@ -151,6 +151,6 @@ extension Loop {
 
     /// "the loop of thread 1234 "db"" — the thread's name while it is alive.
     var loopDescriptionForTraps: String {
-        "the loop of \(ThreadIdentity.describe(threadID))"
+        "the loop of \(ThreadIdentity.describe(identity.threadID))"
     }
 }

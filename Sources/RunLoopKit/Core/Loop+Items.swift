@@ -95,18 +95,18 @@ extension Loop {
     public func addCommonMode(_ mode: Mode) {
         guard mode != .common else { return }
         onLoopThread { [self] in
-            guard commonModeNames.insert(mode).inserted else { return }
+            guard modeTable.commonNames.insert(mode).inserted else { return }
             let state = self.mode(named: mode)
             state.isCommon = true
-            modeNames.withLock { _ = $0.common.insert(mode) }
-            for item in commonItems.values { addToMode(item, state) }
+            publishedModes.withLock { _ = $0.common.insert(mode) }
+            for item in modeTable.commonItems.values { addToMode(item, state) }
         }
     }
 
     /// The loop's common modes (initially just ``Mode/default``). Safe from any thread: a consistent snapshot (a
     /// mode added from another thread shows once the loop applied the change, at its next pass).
     public var commonModes: Set<Mode> {
-        modeNames.withLock { $0.common }
+        publishedModes.withLock { $0.common }
     }
 
     /// Every mode the loop has, in the order they came into being: a mode exists once an item, a block, a run or
@@ -114,7 +114,7 @@ extension Loop {
     /// ``addCommonMode(_:)`` from another thread shows once the loop applied the change; one named by a block at
     /// once).
     public var allModes: [Mode] {
-        modeNames.withLock { $0.all }
+        publishedModes.withLock { $0.all }
     }
 
     // MARK: Shared membership logic
@@ -125,7 +125,7 @@ extension Loop {
             throw LoopError(.invalidated, message: "an invalidated item cannot be added to a loop")
         }
         // Checked before binding, so an item offered to a dead loop stays free for a live one.
-        guard !terminated.load(ordering: .acquiring) else {
+        guard !isTerminated else {
             throw LoopError(.loopTerminated, message: "the loop's thread has exited")
         }
         guard !createdBeforeFork else {
@@ -145,9 +145,9 @@ extension Loop {
     private func apply(_ item: AnyItem, to mode: Mode) {
         guard item.base.isValid else { return }
         if mode == .common {
-            guard commonItems.updateValue(item, forKey: item.identity) == nil else { return }
+            guard modeTable.commonItems.updateValue(item, forKey: item.identity) == nil else { return }
             item.base.isCommon = true
-            for name in commonModeNames { addToMode(item, self.mode(named: name)) }
+            for name in modeTable.commonNames { addToMode(item, self.mode(named: name)) }
         } else {
             addToMode(item, self.mode(named: mode))
         }
@@ -162,9 +162,9 @@ extension Loop {
 
     private func applyRemoval(_ item: AnyItem, from mode: Mode) {
         if mode == .common {
-            guard commonItems.removeValue(forKey: item.identity) != nil else { return }
+            guard modeTable.commonItems.removeValue(forKey: item.identity) != nil else { return }
             item.base.isCommon = false
-            for name in commonModeNames {
+            for name in modeTable.commonNames {
                 if let state = existingMode(named: name) { removeFromMode(item, state) }
             }
         } else if let state = existingMode(named: mode) {
@@ -181,7 +181,7 @@ extension Loop {
             guard let state = existingMode(named: mode) else { return false }
             return item.base.isIn(modeID: state.id)
         }
-        guard let id = modeNames.withLock({ $0.ids[mode] }), id < 64 else { return false }
+        guard let id = publishedModes.withLock({ $0.ids[mode] }), id < 64 else { return false }
         return item.base.modeMask.load(ordering: .acquiring) & (1 << UInt64(id)) != 0
     }
 
@@ -202,18 +202,18 @@ extension Loop {
         case .timer(let timer):
             if timer.state == .idle {
                 schedule(timer)
-            } else if timer.state == .parked, state === currentModeState {
-                parkedTimers.removeAll { $0 === timer }
+            } else if timer.state == .parked, state === runStack.mode {
+                timerTable.parked.removeAll { $0 === timer }
                 schedule(timer)
             }
         case .descriptor(let source):
-            if registrations[source.descriptor] !== source {
+            if descriptorTable.registered[source.descriptor] !== source {
                 replaceRegistration(with: source)
                 // ``FileDescriptorSource/events`` changed between the registration and now.
                 if source.events != source.registeredEvents { applyWatchedEvents(source) }
             }
-            if source.isParked, state === currentModeState {
-                parkedDescriptorSources.removeAll { $0 === source }
+            if source.isParked, state === runStack.mode {
+                descriptorTable.parked.removeAll { $0 === source }
                 unpark(source)
             }
         case .observer:
@@ -245,11 +245,11 @@ extension Loop {
     /// Invalidation's work on the loop's thread (``detachEverywhere(_:)``). Loop thread only.
     func detachNow(_ item: AnyItem) {
         if item.base.isCommon {
-            commonItems[item.identity] = nil
+            modeTable.commonItems[item.identity] = nil
             item.base.isCommon = false
         }
         // Taken one at a time rather than iterated, so removing does not mutate what is being iterated.
-        while let membership = item.base.memberships.any { removeFromMode(item, modeList[membership.modeID]) }
+        while let membership = item.base.memberships.any { removeFromMode(item, modeTable.list[membership.modeID]) }
         switch item {
         case .timer(let timer): unschedule(timer)
         case .descriptor(let source): unregister(source)
@@ -261,7 +261,7 @@ extension Loop {
 
     /// Hands a newly signalled source to this loop: pushed on the lock-free stack, and the loop woken if asleep.
     func enqueueSignalled(_ source: LoopSource) {
-        guard !terminated.load(ordering: .relaxed) else { return }
+        guard !isTerminated else { return }
         signalStack.push(source)
         poller.wakeIfSleeping()
     }
@@ -271,17 +271,16 @@ extension Loop {
     /// Puts `timer` in the heap for its current deadline. Loop thread only.
     func schedule(_ timer: LoopTimer) {
         timer.latestFireTime = timer.fireTime.addingSaturating(timer.toleranceNanoseconds)
-        timer.sequence = nextTimerSequence
-        nextTimerSequence &+= 1
-        timerHeap.insert(timer)
+        timer.sequence = timerTable.takeSequence()
+        timerTable.heap.insert(timer)
         timer.state = .scheduled
     }
 
     /// Takes `timer` out of the heap or the parked list; it stays valid. Loop thread only.
     func unschedule(_ timer: LoopTimer) {
         switch timer.state {
-        case .scheduled: timerHeap.remove(timer)
-        case .parked: parkedTimers.removeAll { $0 === timer }
+        case .scheduled: timerTable.heap.remove(timer)
+        case .parked: timerTable.parked.removeAll { $0 === timer }
         case .idle, .due, .firing: break
         }
         timer.state = .idle
@@ -328,24 +327,24 @@ extension Loop {
     /// Records `source` as the owner of its descriptor number. An earlier source of the same number lost its
     /// descriptor (closed without invalidating): it is invalidated, and never sees the new descriptor's events.
     private func replaceRegistration(with source: FileDescriptorSource) {
-        if let previous = registrations[source.descriptor], previous !== source {
-            registrations[source.descriptor] = nil
+        if let previous = descriptorTable.registered[source.descriptor], previous !== source {
+            descriptorTable.registered[source.descriptor] = nil
             previous.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // The kernel dropped it.
             previous.invalidate()
         }
-        registrations[source.descriptor] = source
+        descriptorTable.registered[source.descriptor] = source
     }
 
     /// Tells the epoll set what `source` watches now (``FileDescriptorSource/events``), unless its reports are
     /// suspended (parked: resuming uses the new events) or it is not registered here. A descriptor closed meanwhile
     /// invalidates its source, as when unparking. Loop thread only.
     func applyWatchedEvents(_ source: FileDescriptorSource) {
-        guard source.isValid, registrations[source.descriptor] === source, !source.isParked else { return }
+        guard source.isValid, descriptorTable.registered[source.descriptor] === source, !source.isParked else { return }
         let events = source.events
         guard events != source.registeredEvents else { return }
         source.registeredEvents = events
         if !poller.resume(source.descriptor, events: events.epollEvents, tag: source.epollTag) {
-            registrations[source.descriptor] = nil
+            descriptorTable.registered[source.descriptor] = nil
             source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
             source.invalidate()
         }
@@ -354,9 +353,9 @@ extension Loop {
     /// Forgets the source's registration for good, taking its descriptor out of the epoll set if that was not
     /// done yet. Loop thread only.
     func unregister(_ source: FileDescriptorSource) {
-        parkedDescriptorSources.removeAll { $0 === source }
-        guard registrations[source.descriptor] === source else { return }
-        registrations[source.descriptor] = nil
+        descriptorTable.parked.removeAll { $0 === source }
+        guard descriptorTable.registered[source.descriptor] === source else { return }
+        descriptorTable.registered[source.descriptor] = nil
         removeRegistration(of: source)  // A parked descriptor is still in the set, suspended.
         source.isParked = false
     }
@@ -378,7 +377,7 @@ extension Loop {
         guard !source.isParked else { return }
         poller.suspend(source.descriptor, tag: source.epollTag)
         source.isParked = true
-        parkedDescriptorSources.append(source)
+        descriptorTable.parked.append(source)
     }
 
     /// Resumes a parked descriptor's reports; one that was closed meanwhile (its number perhaps reused) invalidates
@@ -387,7 +386,9 @@ extension Loop {
         source.isParked = false
         source.registeredEvents = source.events
         if !poller.resume(source.descriptor, events: source.registeredEvents.epollEvents, tag: source.epollTag) {
-            if registrations[source.descriptor] === source { registrations[source.descriptor] = nil }
+            if descriptorTable.registered[source.descriptor] === source {
+                descriptorTable.registered[source.descriptor] = nil
+            }
             source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
             source.invalidate()
         }
@@ -399,25 +400,25 @@ extension Loop {
     /// Traps if an actor job is still queued (it could never run, and its task would wait forever).
     func tearDownOnThreadExit() {
         applyChanges()
-        terminated.store(true, ordering: .releasing)
+        control.lifecycle.store(.tearingDown, ordering: .releasing)
         closeInbox()
-        for (_, item) in commonItems { item.base.isCommon = false }
-        commonItems.removeAll()
-        for state in modeList {
+        for (_, item) in modeTable.commonItems { item.base.isCommon = false }
+        modeTable.commonItems.removeAll()
+        for state in modeTable.list {
             for source in state.sources { removeFromMode(.source(source), state) }
             for timer in state.timers { removeFromMode(.timer(timer), state) }
             for observer in state.observers { removeFromMode(.observer(observer), state) }
             for source in state.descriptorSources { removeFromMode(.descriptor(source), state) }
         }
-        for source in registrations.values {
+        for source in descriptorTable.registered.values {
             unregister(source)
             source.forgetRegistration()  // Registered afresh by the loop it joins next, if any.
         }
-        registrations.removeAll()
-        parkedTimers.removeAll()
-        let callbacks = callbackTimers.removeAll()
-        remoteCallbacks.removeAll()
-        commonCallbackCount = 0
+        descriptorTable.registered.removeAll()
+        timerTable.parked.removeAll()
+        let callbacks = timerTable.callbacks.removeAll()
+        timerTable.remoteCallbacks.removeAll()
+        timerTable.commonCallbackCount = 0
         signalStack.popAll { $0.queued = false }
         for source in signalledSources { source.queued = false }  // Still signalled: performed where it goes next.
         signalledSources.removeAll()
@@ -426,7 +427,7 @@ extension Loop {
         poller.close()
         withExtendedLifetime(callbacks) {}  // Released here, with the loop consistent: their deinits may call in.
         // Every item is out of this loop now, its state reset: another loop may take it (``ItemCore/bind(to:)``).
-        itemsReleased.store(true, ordering: .releasing)
+        control.lifecycle.store(.released, ordering: .releasing)
     }
 }
 

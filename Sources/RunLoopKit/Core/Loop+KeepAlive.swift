@@ -14,9 +14,9 @@ extension Loop {
     ///
     /// A mode must exist to be run: ``Mode/default`` always does; another mode exists once something named it.
     public var keepsRunningWhenEmpty: Bool {
-        get { runsWhenEmpty.load(ordering: .relaxed) }
+        get { control.keepsRunningWhenEmpty.load(ordering: .relaxed) }
         set {
-            runsWhenEmpty.store(newValue, ordering: .relaxed)
+            control.keepsRunningWhenEmpty.store(newValue, ordering: .relaxed)
             wakeUp()  // A sleeping run re-checks whether it is empty now.
         }
     }
@@ -25,9 +25,9 @@ extension Loop {
     /// there that keeps runs alive (``mainQueueKeepsRunAlive``), and the loop does not run while empty. Loop
     /// thread only.
     func nothingKeepsAlive(_ state: ModeState) -> Bool {
-        state.keepAliveCount == 0 && (commonCallbackCount == 0 || !state.isCommon)
-            && !(servesMainQueue(in: state) && mainQueueKeepsAlive.load(ordering: .relaxed))
-            && !runsWhenEmpty.load(ordering: .relaxed)
+        state.keepAliveCount == 0 && (timerTable.commonCallbackCount == 0 || !state.isCommon)
+            && !(servesMainQueue(in: state) && control.mainQueueKeepsRunAlive.load(ordering: .relaxed))
+            && !control.keepsRunningWhenEmpty.load(ordering: .relaxed)
     }
 
     /// Brings the modes' keep-alive counts in line with `item`'s `keepsRunAlive` as last set. Loop thread only.
@@ -37,6 +37,6 @@ extension Loop {
         let wanted = base.keepsRunAliveRequested.load(ordering: .acquiring)
         guard base.countsTowardKeepAlive != wanted else { return }
         base.countsTowardKeepAlive = wanted
-        base.memberships.forEach { modeList[$0.modeID].adjustKeepAliveCount(by: wanted ? 1 : -1) }
+        base.memberships.forEach { modeTable.list[$0.modeID].adjustKeepAliveCount(by: wanted ? 1 : -1) }
     }
 }

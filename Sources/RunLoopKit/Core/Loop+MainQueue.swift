@@ -28,10 +28,10 @@ extension Loop {
     /// waits until it is set again). Whether serving the queue also keeps runs going is
     /// ``mainQueueKeepsRunAlive``.
     public var servesMainQueue: Bool {
-        get { isMain && mainQueueEnabled.load(ordering: .relaxed) }
+        get { isMain && control.servesMainQueue.load(ordering: .relaxed) }
         set {
             guard isMain, poller.forkGeneration == 0 else { return }
-            mainQueueEnabled.store(newValue, ordering: .relaxed)
+            control.servesMainQueue.store(newValue, ordering: .relaxed)
             wakeUp()  // A sleeping run re-reads the setting and its emptiness.
         }
     }
@@ -49,9 +49,9 @@ extension Loop {
     /// ``RunResult/finished``. Work queued after that waits for the next run. A task suspended in an `await` is not
     /// queued work: end such a program with ``stop()`` instead.
     public var mainQueueKeepsRunAlive: Bool {
-        get { mainQueueKeepsAlive.load(ordering: .relaxed) }
+        get { control.mainQueueKeepsRunAlive.load(ordering: .relaxed) }
         set {
-            mainQueueKeepsAlive.store(newValue, ordering: .relaxed)
+            control.mainQueueKeepsRunAlive.store(newValue, ordering: .relaxed)
             wakeUp()  // A sleeping run re-checks whether it is empty now.
         }
     }
@@ -60,7 +60,7 @@ extension Loop {
     /// Loop thread only.
     @inline(__always)
     func servesMainQueue(in state: ModeState) -> Bool {
-        isMain && state.isCommon && !mainQueue.isDraining && mainQueueEnabled.load(ordering: .relaxed)
+        isMain && state.isCommon && !mainQueue.isDraining && control.servesMainQueue.load(ordering: .relaxed)
     }
 
     /// Puts libdispatch's main-queue eventfd in the epoll set, the first time a run serves the main queue (at its

@@ -6,11 +6,11 @@ extension Loop {
     /// Step 0: applies item changes other threads sent, and takes their blocks into the local queue.
     func applyChanges() {
         guard !inbox.isEmpty else { return }
-        var taken = Inbox.Contents(blocks: takeBlockQueue(), changes: changeArrays.take())
+        var taken = Inbox.Contents(blocks: takeBlockQueue(), changes: scratch.changes.take())
         inbox.takeAll(into: &taken)
         absorb(&taken)
         giveBlockQueue(&taken.blocks)
-        changeArrays.give(&taken.changes)
+        scratch.changes.give(&taken.changes)
     }
 
     /// Takes what other threads handed over: blocks join the local queue, changes are applied where they were
@@ -37,13 +37,13 @@ extension Loop {
 
     /// An empty block queue, usually one that kept a segment, so a pass allocates nothing. Loop thread only.
     func takeBlockQueue() -> BlockQueue {
-        spareBlockQueues.popLast() ?? BlockQueue()
+        scratch.blockQueues.popLast() ?? BlockQueue()
     }
 
     /// Keeps the empty queue `queue` (and its segment) for ``takeBlockQueue()``. Loop thread only.
     func giveBlockQueue(_ queue: inout BlockQueue) {
-        if spareBlockQueues.count < 4 {
-            spareBlockQueues.append(queue)
+        if scratch.blockQueues.count < 4 {
+            scratch.blockQueues.append(queue)
         } else {
             queue.releaseSegment(to: inbox.segments)
         }
@@ -55,7 +55,7 @@ extension Loop {
     /// Observers added during the call are not called this time; one whose handler is running (a nested run)
     /// is skipped; one invalidated before its turn is skipped.
     func notifyObservers(_ activity: Activity) {
-        guard let state = currentModeState, state.observedActivities.contains(activity) else { return }
+        guard let state = runStack.mode, state.observedActivities.contains(activity) else { return }
         let snapshot = state.observers  // Retains the array; a change during the calls copies it instead.
         for observer in snapshot where observer.activities.contains(activity) {
             guard observer.isValid, !observer.isFiring else { continue }
@@ -72,7 +72,7 @@ extension Loop {
     /// meanwhile.
     func runBlocks() {
         applyChanges()
-        guard let state = currentModeState, !blocks.isEmpty else { return }
+        guard let state = runStack.mode, !blocks.isEmpty else { return }
         var batch = takeBlockQueue()
         swap(&batch, &blocks)
         // Blocks for other modes are rare: their queue is only taken when one turns up.
@@ -118,9 +118,9 @@ extension Loop {
     /// again during its own perform runs in a later pass.
     func performSignalledSources(onlyOne: Bool) -> Bool {
         signalStack.popAll { source in queueSignalled(source) }
-        guard let state = currentModeState, !signalledSources.isEmpty else { return false }
+        guard let state = runStack.mode, !signalledSources.isEmpty else { return false }
 
-        var due = sourceArrays.take()
+        var due = scratch.sources.take()
         var kept = 0
         for index in signalledSources.indices {
             let source = signalledSources[index]
@@ -149,7 +149,7 @@ extension Loop {
             source.performHandler(source)
             performed = true
         }
-        sourceArrays.give(&due)
+        scratch.sources.give(&due)
         return performed
     }
 
@@ -174,10 +174,10 @@ extension Loop {
     func waitForEvents(poll: Bool) -> Int {
         if !poll { notifyObservers(.beforeWaiting) }
         var block = !poll
-        if block, let state = currentModeState {
-            block = announceSleep(in: state) && armTimer(until: runDeadline)
+        if block, let state = runStack.mode {
+            block = announceSleep(in: state) && armTimer(until: runStack.deadline)
         }
-        let buffer = eventBuffer(depth: runDepth)
+        let buffer = scratch.eventBuffer(depth: runStack.depth)
         let count = blockingWait(into: buffer, block: block)
         var wakeUpFired = false
         for index in 0..<count {
@@ -188,7 +188,7 @@ extension Loop {
             }
         }
         poller.finishWaiting(eventFDFired: wakeUpFired)
-        if block { wakeRequested.store(false, ordering: .relaxed) }
+        if block { control.wakeRequested.store(false, ordering: .relaxed) }
         if !poll { notifyObservers(.afterWaiting) }
         return count
     }
@@ -206,8 +206,8 @@ extension Loop {
     /// `isWaiting` stays set either way; ``Poller/finishWaiting(eventFDFired:)`` clears it.
     func announceSleep(in state: ModeState, evenIfEmpty: Bool = false) -> Bool {
         poller.isWaiting.store(true, ordering: .sequentiallyConsistent)
-        return signalStack.isEmpty && inbox.isEmpty && !stopRequested.load(ordering: .sequentiallyConsistent)
-            && !wakeRequested.exchange(false, ordering: .sequentiallyConsistent) && !hasLocalWork(in: state)
+        return signalStack.isEmpty && inbox.isEmpty && !control.stopRequested.load(ordering: .sequentiallyConsistent)
+            && !control.wakeRequested.exchange(false, ordering: .sequentiallyConsistent) && !hasLocalWork(in: state)
             && (evenIfEmpty || !nothingKeepsAlive(state))
     }
 
@@ -215,7 +215,7 @@ extension Loop {
     /// nothing, when that time has come or is closer than ``sleepHorizon`` (so the loop polls instead of sleeping).
     func armTimer(until deadline: Int64) -> Bool {
         let wakeTime = min(
-            timerHeap.first?.latestFireTime ?? .max, callbackTimers.first?.latestFireTime ?? .max, deadline)
+            timerTable.heap.first?.latestFireTime ?? .max, timerTable.callbacks.first?.latestFireTime ?? .max, deadline)
         guard wakeTime != .max else { return true }
         let now = MonotonicClock.now()
         guard wakeTime - now > Self.sleepHorizon else { return false }
@@ -239,15 +239,6 @@ extension Loop {
         return signalledSources.contains { $0.isIn(modeID: state.id) }
     }
 
-    private func eventBuffer(depth: Int) -> UnsafeMutableBufferPointer<epoll_event> {
-        while eventBuffers.count <= depth {
-            let buffer = UnsafeMutableBufferPointer<epoll_event>.allocate(capacity: Self.eventBufferCapacity)
-            buffer.initialize(repeating: epoll_event())
-            eventBuffers.append(buffer)
-        }
-        return eventBuffers[depth]
-    }
-
     /// Step 9a: fires the running mode's due timers and callbacks, in order of latest fire time (fire time when no
     /// tolerance), then of scheduling.
     ///
@@ -255,21 +246,21 @@ extension Loop {
     /// put back on its grid after its handler; a one-shot timer is invalidated. Everything due when the pass looked
     /// fires in this pass; what a handler schedules for now waits for the next one.
     func fireDueTimers() {
-        guard let state = currentModeState else { return }
-        let nextTimer = timerHeap.first?.fireTime ?? .max
-        let nextCallback = callbackTimers.first?.fireTime ?? .max
+        guard let state = runStack.mode else { return }
+        let nextTimer = timerTable.heap.first?.fireTime ?? .max
+        let nextCallback = timerTable.callbacks.first?.fireTime ?? .max
         guard min(nextTimer, nextCallback) != .max else { return }
         let now = MonotonicClock.now()
         guard min(nextTimer, nextCallback) <= now else { return }
-        var due = timerArrays.take()
+        var due = scratch.timers.take()
         if nextTimer <= now { takeDueTimers(before: now, in: state, into: &due) }
-        var dueCallbacks = callbackArrays.take()
-        while let first = callbackTimers.first, first.fireTime <= now {
-            let entry = callbackTimers.takeFirstAsDue()
-            if callbackRuns(modeID: callbackTimers.modeID(ofSlot: entry.slot), in: state) {
+        var dueCallbacks = scratch.callbacks.take()
+        while let first = timerTable.callbacks.first, first.fireTime <= now {
+            let entry = timerTable.callbacks.takeFirstAsDue()
+            if callbackRuns(modeID: timerTable.callbacks.modeID(ofSlot: entry.slot), in: state) {
                 dueCallbacks.append(entry)
             } else {
-                callbackTimers.park(entry)
+                timerTable.callbacks.park(entry)
             }
         }
         // Both lists are in heap order: merge them, so timers and callbacks fire in one order.
@@ -286,19 +277,19 @@ extension Loop {
                 timerIndex += 1
             }
         }
-        timerArrays.give(&due)
-        callbackArrays.give(&dueCallbacks)
+        scratch.timers.give(&due)
+        scratch.callbacks.give(&dueCallbacks)
     }
 
     private func takeDueTimers(before now: Int64, in state: ModeState, into due: inout [LoopTimer]) {
-        while let timer = timerHeap.first, timer.fireTime <= now {
-            timerHeap.remove(timer)
+        while let timer = timerTable.heap.first, timer.fireTime <= now {
+            timerTable.heap.remove(timer)
             if timer.isIn(modeID: state.id) {
                 timer.state = .due
                 due.append(timer)
             } else {
                 timer.state = .parked
-                parkedTimers.append(timer)
+                timerTable.parked.append(timer)
             }
         }
     }
@@ -313,7 +304,7 @@ extension Loop {
         // (CF fires it anyway): it waits, due, for one of its modes to run.
         guard timer.isIn(modeID: state.id) else {
             timer.state = .parked
-            parkedTimers.append(timer)
+            timerTable.parked.append(timer)
             return
         }
         timer.state = .firing
@@ -334,7 +325,7 @@ extension Loop {
     /// Runs a due callback unless an earlier handler of this pass cancelled it; its slot is free before it runs.
     private func fire(_ entry: CallbackTimers.Entry) {
         var callback: CallbackTimers.Stored?
-        guard let slot = callbackTimers.takeForFiring(entry, callback: &callback), let callback else { return }
+        guard let slot = timerTable.callbacks.takeForFiring(entry, callback: &callback), let callback else { return }
         callbackEnded(slot)
         callback.run()
     }
@@ -352,14 +343,16 @@ extension Loop {
     /// whether any was handled. Reports of a descriptor whose registration was replaced or removed are dropped;
     /// a source ready while none of its modes runs is taken out of the epoll set until one does.
     func handleReadyDescriptors(count: Int) -> Bool {
-        guard count > 0, let state = currentModeState else { return false }
-        let buffer = eventBuffers[runDepth]
-        var ready = readyArrays.take()
+        guard count > 0, let state = runStack.mode else { return false }
+        let buffer = scratch.eventBuffer(depth: runStack.depth)
+        var ready = scratch.readyDescriptors.take()
         for index in 0..<count {
             let tag = buffer[index].data.u64
             guard tag > Poller.lastLoopTag else { continue }
             let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
-            guard let source = registrations[descriptor], source.epollTag == tag, source.isValid else { continue }
+            guard let source = descriptorTable.registered[descriptor], source.epollTag == tag, source.isValid else {
+                continue
+            }
             if source.isIn(modeID: state.id) {
                 let events = FileDescriptorSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
                 let position = ready.firstIndex { $0.0.order > source.order } ?? ready.endIndex
@@ -373,7 +366,7 @@ extension Loop {
             source.handler(source, events)
             handled = true
         }
-        readyArrays.give(&ready)
+        scratch.readyDescriptors.give(&ready)
         return handled
     }
 }

@@ -45,7 +45,7 @@ extension Loop {
 
     /// `CFRunLoopRunSpecific`: checks the mode, brackets the passes with entry and exit, restores the outer run.
     private func run(mode name: Mode, deadline: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
-        precondition(!terminated.load(ordering: .acquiring), "RunLoopKit: running a loop whose thread has exited")
+        precondition(!isTerminated, "RunLoopKit: running a loop whose thread has exited")
         precondition(!createdBeforeFork, ForkGuard.message)
         guard name != .common else { return .finished }
         applyChanges()
@@ -53,17 +53,13 @@ extension Loop {
             return .finished
         }
 
-        let outerMode = currentModeState
-        let outerDeadline = runDeadline
-        if runDepth == 0 {
+        if runStack.depth == 0 {
             // A stop or wake-up sent while the loop was idle is forgotten, as in CF.
-            stopRequested.store(false, ordering: .relaxed)
-            wakeRequested.store(false, ordering: .relaxed)
+            control.stopRequested.store(false, ordering: .relaxed)
+            control.wakeRequested.store(false, ordering: .relaxed)
         }
         if servesMainQueue(in: state) { attachMainQueue() }
-        runDepth += 1
-        currentModeState = state
-        runDeadline = deadline
+        let outer = runStack.push(state, deadline: deadline)
         setRunningMode(name)
         enter(state)
 
@@ -72,12 +68,10 @@ extension Loop {
         notifyObservers(.exit)
 
         // A stop aimed at this run dies with it; it must not end the outer run.
-        stopRequested.store(false, ordering: .relaxed)
-        runDepth -= 1
-        currentModeState = outerMode
-        runDeadline = outerDeadline
-        setRunningMode(outerMode?.name)
-        if let outerMode { enter(outerMode) }
+        control.stopRequested.store(false, ordering: .relaxed)
+        runStack.pop(restoring: outer)
+        setRunningMode(runStack.mode?.name)
+        if let outerMode = runStack.mode { enter(outerMode) }
         return result
     }
 
@@ -100,8 +94,8 @@ extension Loop {
             runBlocks()
 
             if handledSource && returnAfterSourceHandled { return .handledSource }
-            if pollOnce || MonotonicClock.now() >= runDeadline { return .timedOut }
-            if stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
+            if pollOnce || MonotonicClock.now() >= runStack.deadline { return .timedOut }
+            if control.stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
             if isEmpty(state) { return .finished }
         }
     }
@@ -122,27 +116,27 @@ extension Loop {
 
     /// Puts back in play what was set aside while `state` was not running: parked timers and descriptors.
     func enter(_ state: ModeState) {
-        if !callbackTimers.parked.isEmpty {
-            callbackTimers.unpark { modeID in callbackRuns(modeID: modeID, in: state) }
+        if !timerTable.callbacks.parked.isEmpty {
+            timerTable.callbacks.unpark { modeID in callbackRuns(modeID: modeID, in: state) }
         }
-        if !parkedTimers.isEmpty {
+        if !timerTable.parked.isEmpty {
             var index = 0
-            while index < parkedTimers.count {
-                let timer = parkedTimers[index]
+            while index < timerTable.parked.count {
+                let timer = timerTable.parked[index]
                 if timer.isIn(modeID: state.id) {
-                    parkedTimers.remove(at: index)
+                    timerTable.parked.remove(at: index)
                     schedule(timer)
                 } else {
                     index += 1
                 }
             }
         }
-        if !parkedDescriptorSources.isEmpty {
+        if !descriptorTable.parked.isEmpty {
             var index = 0
-            while index < parkedDescriptorSources.count {
-                let source = parkedDescriptorSources[index]
+            while index < descriptorTable.parked.count {
+                let source = descriptorTable.parked[index]
                 if source.isIn(modeID: state.id) {
-                    parkedDescriptorSources.remove(at: index)
+                    descriptorTable.parked.remove(at: index)
                     unpark(source)
                 } else {
                     index += 1

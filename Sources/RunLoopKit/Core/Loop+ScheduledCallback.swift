@@ -49,27 +49,27 @@ extension Loop {
             }
             toleranceNanoseconds = tolerance.saturatingNanoseconds
         }
-        guard !terminated.load(ordering: .acquiring) else {
+        guard !isTerminated else {
             throw LoopError(.loopTerminated, message: "the loop's thread has exited")
         }
         let fireNanoseconds = fireTime.nanoseconds
         if isCurrent {
             let (slot, generation) = insertCallback(
                 fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, callback)
-            return ScheduledCallback(loopSerial: serial, slot: slot, key: UInt64(generation))
+            return ScheduledCallback(loopSerial: identity.serial, slot: slot, key: UInt64(generation))
         }
         guard !createdBeforeFork else {
             throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
         }
-        let id = remoteCallbackIDs.add(1, ordering: .relaxed).newValue
+        let id = TimerTable.remoteCallbackIDs.add(1, ordering: .relaxed).newValue
         let posting = inbox.post(change: { [self, toleranceNanoseconds] in
             let (slot, generation) = insertCallback(
                 fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, callback)
-            remoteCallbacks[id] = (slot, generation)
+            timerTable.remoteCallbacks[id] = (slot, generation)
         })
         guard posting != .refused else { throw LoopError(.loopTerminated, message: "the loop's thread has exited") }
         if posting == .queuedFirst { poller.wakeIfSleeping() }
-        return ScheduledCallback(loopSerial: serial, slot: -1, key: id)
+        return ScheduledCallback(loopSerial: identity.serial, slot: -1, key: id)
     }
 
     /// Schedules `callback` to run once `delay` from now; see ``schedule(at:tolerance:in:_:)``. Safe from any thread.
@@ -92,10 +92,10 @@ extension Loop {
     /// thread must stop a firing at once.) A callback that already ran or was cancelled, or one of another loop, is
     /// ignored.
     public func cancel(_ callback: ScheduledCallback) {
-        guard callback.loopSerial == serial else { return }
+        guard callback.loopSerial == identity.serial else { return }
         if isCurrent {
             cancelNow(callback)
-        } else if !terminated.load(ordering: .acquiring) {
+        } else if !isTerminated {
             if inbox.post(change: { [self] in cancelNow(callback) }) == .queuedFirst { poller.wakeIfSleeping() }
         }
     }
@@ -118,9 +118,8 @@ extension Loop {
             modeID = Int32(self.mode(named: mode).id)
         }
         countCallback(inMode: modeID, by: 1)
-        let sequence = nextTimerSequence
-        nextTimerSequence &+= 1
-        return callbackTimers.insert(
+        let sequence = timerTable.takeSequence()
+        return timerTable.callbacks.insert(
             fireTime: fireTime, latestFireTime: fireTime.addingSaturating(tolerance), sequence: sequence,
             modeID: modeID,
             remoteID: remoteID, callback: callback)
@@ -128,14 +127,16 @@ extension Loop {
 
     private func slotAndGeneration(of callback: ScheduledCallback) -> (Int32, UInt32)? {
         if callback.slot >= 0 { return (callback.slot, UInt32(truncatingIfNeeded: callback.key)) }
-        guard let found = remoteCallbacks[callback.key] else { return nil }
+        guard let found = timerTable.remoteCallbacks[callback.key] else { return nil }
         return (found.slot, found.generation)
     }
 
     private func cancelNow(_ callback: ScheduledCallback) {
         guard let (slot, generation) = slotAndGeneration(of: callback) else { return }
         var released: CallbackTimers.Stored?
-        guard let state = callbackTimers.cancel(slot: slot, generation: generation, released: &released) else { return }
+        guard let state = timerTable.callbacks.cancel(slot: slot, generation: generation, released: &released) else {
+            return
+        }
         callbackEnded(state)
         // `released` goes out of scope here, after the table is consistent again.
     }
@@ -143,16 +144,16 @@ extension Loop {
     /// Books a callback's end (fired or cancelled): its mode's keep-alive count, and its remote id.
     func callbackEnded(_ state: CallbackTimers.Slot) {
         countCallback(inMode: state.modeID, by: -1)
-        if state.remoteID != 0 { remoteCallbacks[state.remoteID] = nil }
+        if state.remoteID != 0 { timerTable.remoteCallbacks[state.remoteID] = nil }
     }
 
     /// Scheduled callbacks keep runs of their mode going: they count in its keep-alive count (or, for the common
     /// modes, in ``commonCallbackCount``).
     private func countCallback(inMode modeID: Int32, by delta: Int) {
         if modeID == CallbackTimers.commonModeID {
-            commonCallbackCount += delta
+            timerTable.commonCallbackCount += delta
         } else {
-            modeList[Int(modeID)].adjustKeepAliveCount(by: delta)
+            modeTable.list[Int(modeID)].adjustKeepAliveCount(by: delta)
         }
     }
 

@@ -25,86 +25,42 @@ import Synchronization
 /// A loop is also a `SerialExecutor`: an actor whose `unownedExecutor` is the loop's runs on the loop's thread, its
 /// jobs at the block points of passes in the common modes (Loop+Executor.swift).
 public final class Loop: @unchecked Sendable {
-    // Unchecked Sendable: everything below the "Loop thread only" mark is confined to the owning thread, which
-    // every entry point checks or reaches through `inbox`; the rest is immutable, atomic or mutex-protected.
+    // Unchecked Sendable: the parts under "Loop thread only" are confined to the owning thread, which every entry
+    // point checks or reaches through `inbox`; the parts above it are immutable, atomic or mutex-protected.
 
+    // MARK: Parts any thread uses
+
+    /// Who the loop is: its thread, whether it is the main loop, its serial number.
+    let identity: Identity
+    /// The epoll set, the wake-up eventfd and the timerfd, with the sleep side of the wake-up handshake.
     let poller: Poller
+    /// Blocks, actor jobs and item changes sent by other threads, taken by the loop at its next pass.
     let inbox = Inbox()
+    /// Sources signalled from any thread, not yet taken by the loop.
     let signalStack = SignalStack()
-    /// A stop for the innermost run; set from any thread, consumed by the run's exit check.
-    let stopRequested = Atomic<Bool>(false)
-    /// A wake-up asked for while the loop was awake: it makes the next sleep return at once.
-    let wakeRequested = Atomic<Bool>(false)
-    /// Set when the owning thread exited and the loop was torn down.
-    let terminated = Atomic<Bool>(false)
-    /// Set at the very end of the teardown, once every item was taken out and reset: items may join another loop.
-    let itemsReleased = Atomic<Bool>(false)
-    /// The innermost running mode, readable from any thread; written at run entry and exit only.
-    private let runningMode = Locked<Mode?>(nil)
-    /// The owning thread's kernel id, for descriptions.
-    let threadID: pid_t
-    /// Whether this is the main thread's loop.
-    public let isMain: Bool
-    /// The names of the loop's modes, for ``allModes``, ``commonModes`` and `contains` from any thread: updated on
-    /// the loop's thread when a mode comes into being or turns common, and by `perform` when a block names a mode.
-    let modeNames = Locked<ModeNames>(ModeNames())
-    /// Whether the main loop drains Dispatch's main queue in its common modes (``servesMainQueue``).
-    let mainQueueEnabled: Atomic<Bool>
-    /// Whether serving the main queue keeps runs going (``mainQueueKeepsRunAlive``).
-    let mainQueueKeepsAlive = Atomic<Bool>(true)
-    /// Whether runs keep going when nothing keeps them alive (``keepsRunningWhenEmpty``).
-    let runsWhenEmpty = Atomic<Bool>(false)
-    /// A number no other loop of the process has, so a ``ScheduledCallback`` of one loop is ignored by another.
-    let serial: UInt32
-    private static let serials = Atomic<UInt32>(0)
-    /// Ids of callbacks scheduled from other threads (their slot is only known once the loop's thread applied them).
-    let remoteCallbackIDs = Atomic<UInt64>(0)
+    /// The lifecycle, the stop and wake-up requests and the settings: atomics any thread reads and sets.
+    let control: Control
+    /// What other threads may read of the modes: names, ids, common modes, the running mode.
+    let publishedModes = Locked<PublishedModes>(PublishedModes())
 
-    // MARK: Loop thread only
+    // MARK: Parts of the loop's thread only
 
-    @exclusivity(unchecked) var modesByName: [Mode: ModeState] = [:]
-    @exclusivity(unchecked) var modeList: [ModeState] = []
-    @exclusivity(unchecked) var commonModeNames: Set<Mode> = [.default]
-    /// Items added to the common pseudo-mode, copied into every common mode now and later.
-    @exclusivity(unchecked) var commonItems: [ObjectIdentifier: AnyItem] = [:]
-    @exclusivity(unchecked) var currentModeState: ModeState?
-    @exclusivity(unchecked) var runDepth = 0
-    /// The innermost run's deadline in monotonic nanoseconds (`Int64.max`: none).
-    @exclusivity(unchecked) var runDeadline: Int64 = .max
-
-    @exclusivity(unchecked) var timerHeap = TimerHeap()
-    @exclusivity(unchecked) var nextTimerSequence: UInt64 = 0
-    /// Timers that came due while none of their modes was running.
-    @exclusivity(unchecked) var parkedTimers: [LoopTimer] = []
-    /// One-shot callbacks (Loop+ScheduledCallback.swift).
-    @exclusivity(unchecked) var callbackTimers = CallbackTimers()
-    /// Callbacks scheduled from other threads, by id, while they wait to run.
-    @exclusivity(unchecked) var remoteCallbacks: [UInt64: (slot: Int32, generation: UInt32)] = [:]
-    /// Callbacks scheduled in ``Mode/common``: they keep every common mode's runs going.
-    @exclusivity(unchecked) var commonCallbackCount = 0
-    /// Descriptor sources in the epoll set, by descriptor.
-    @exclusivity(unchecked) var registrations: [CInt: FileDescriptorSource] = [:]
-    /// Descriptor sources taken out of the epoll set because they were ready while none of their modes ran.
-    @exclusivity(unchecked) var parkedDescriptorSources: [FileDescriptorSource] = []
+    /// The modes and the common modes, with the items added to ``Mode/common``.
+    @exclusivity(unchecked) var modeTable = ModeTable()
+    /// The runs in progress, innermost first.
+    @exclusivity(unchecked) var runStack = RunStack()
+    /// Timers and one-shot callbacks.
+    @exclusivity(unchecked) var timerTable = TimerTable()
+    /// Descriptor sources in the epoll set, and those parked.
+    @exclusivity(unchecked) var descriptorTable = DescriptorTable()
     /// Signalled sources not yet performed, sorted by order, then by signal arrival.
     @exclusivity(unchecked) var signalledSources: [LoopSource] = []
-    /// Blocks waiting for a pass in one of their modes, oldest first.
+    /// Blocks and actor jobs waiting for a pass in one of their modes, oldest first.
     @exclusivity(unchecked) var blocks = BlockQueue()
     /// The main loop's service of Dispatch's main queue (Loop+MainQueue.swift).
     @exclusivity(unchecked) var mainQueue = MainQueueService()
-    /// Whether an actor job of this loop is running: runs nested inside it run no other job (Loop+Executor.swift).
-    @exclusivity(unchecked) var isRunningJob = false
-
-    /// Reusable arrays, so a pass allocates nothing in the steady state (nested runs take their own).
-    @exclusivity(unchecked) var spareBlockQueues: [BlockQueue] = []
-    @exclusivity(unchecked) var changeArrays = ArrayPool<Inbox.Change>()
-    @exclusivity(unchecked) var sourceArrays = ArrayPool<LoopSource>()
-    @exclusivity(unchecked) var timerArrays = ArrayPool<LoopTimer>()
-    @exclusivity(unchecked) var callbackArrays = ArrayPool<CallbackTimers.Entry>()
-    @exclusivity(unchecked) var readyArrays = ArrayPool<(FileDescriptorSource, FileDescriptorSource.Events)>()
-    /// One epoll event buffer per nesting depth.
-    @exclusivity(unchecked) var eventBuffers: [UnsafeMutableBufferPointer<epoll_event>] = []
-    static let eventBufferCapacity = 64
+    /// Reusable arrays and buffers, so a pass allocates nothing in the steady state.
+    @exclusivity(unchecked) var scratch = ScratchPools()
 
     /// Creates a loop with its three descriptors.
     /// - Throws: ``LoopError/Code/systemCallFailed`` when the epoll set, the eventfd or the timerfd cannot be made
@@ -115,11 +71,9 @@ public final class Loop: @unchecked Sendable {
         } catch {
             throw LoopError(error, context: "creating a loop's epoll set, eventfd and timerfd")
         }
-        self.isMain = isMain
-        self.serial = Self.serials.add(1, ordering: .relaxed).newValue
+        identity = Identity.next(isMain: isMain)
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
-        self.mainQueueEnabled = Atomic(isMain && poller.forkGeneration == 0)
-        self.threadID = isMain ? getpid() : ThreadIdentity.currentThreadID()
+        control = Control(servesMainQueue: isMain && poller.forkGeneration == 0)
         _ = mode(named: .default)
     }
 
@@ -128,7 +82,7 @@ public final class Loop: @unchecked Sendable {
 
     deinit {
         poller.close()
-        for buffer in eventBuffers { buffer.deallocate() }
+        scratch.deallocateEventBuffers()
     }
 
     // MARK: Getting loops
@@ -158,6 +112,9 @@ public final class Loop: @unchecked Sendable {
     /// The main thread's loop, reachable from any thread (created on first use).
     public static var main: Loop { LoopRegistry.main() }
 
+    /// Whether this is the main thread's loop. Safe from any thread.
+    public var isMain: Bool { identity.isMain }
+
     /// Whether the calling thread owns this loop (and so may run it).
     public var isCurrent: Bool {
         LoopRegistry.isCurrent(self)  // A load of the thread-local current loop (CurrentLoop.h) and a compare.
@@ -167,20 +124,20 @@ public final class Loop: @unchecked Sendable {
 
     /// Whether the loop's thread has exited and the loop was torn down: its items were removed, and it accepts no
     /// item or block any more. Safe from any thread; once true, true for good.
-    public var isTerminated: Bool { terminated.load(ordering: .acquiring) }
+    public var isTerminated: Bool { control.lifecycle.load(ordering: .acquiring) != .alive }
 
     /// Whether the loop is asleep in `epoll_wait` (or about to be). Safe from any thread; may be stale at once.
     public var isWaiting: Bool { poller.isWaiting.load(ordering: .relaxed) }
 
     /// The mode of the innermost run in progress, `nil` when the loop is not running. Safe from any thread.
-    public var currentMode: Mode? { runningMode.withLock { $0 } }
+    public var currentMode: Mode? { publishedModes.withLock { $0.running } }
 
     /// Ends the innermost run in progress, which returns ``RunResult/stopped``. Safe from any thread.
     ///
     /// A stop sent while the loop is not running is forgotten, as in CF: the next run is not affected. A stop that
     /// arrives while a run is ending for another reason is dropped with that run, and does not reach an outer run.
     public func stop() {
-        stopRequested.store(true, ordering: .sequentiallyConsistent)
+        control.stopRequested.store(true, ordering: .sequentiallyConsistent)
         poller.wakeIfSleeping()
     }
 
@@ -192,7 +149,7 @@ public final class Loop: @unchecked Sendable {
     /// as in CF: the next run looks at everything anyway. Signalling a source, posting a block and changing items
     /// from another thread wake the loop by themselves.
     public func wakeUp() {
-        wakeRequested.store(true, ordering: .sequentiallyConsistent)
+        control.wakeRequested.store(true, ordering: .sequentiallyConsistent)
         poller.wakeIfSleeping()
     }
 
@@ -227,7 +184,7 @@ public final class Loop: @unchecked Sendable {
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
         guard !modes.isEmpty else { return false }
         for mode in modes where mode != .default && mode != .common {
-            modeNames.withLock { names in names.noteNamedByBlock(mode) }
+            publishedModes.withLock { names in names.noteNamedByBlock(mode) }
         }
         return post(PendingBlock(modes: BlockModes(modes), closure: block))
     }
@@ -267,12 +224,12 @@ public final class Loop: @unchecked Sendable {
     /// now on (as CF creates a block's modes), and answers the one-element list such blocks hold, made once per
     /// mode so that queueing allocates nothing.
     private func blockModeList(naming mode: Mode) -> [Mode] {
-        modeNames.withLock { names in names.blockModeList(naming: mode) }
+        publishedModes.withLock { names in names.blockModeList(naming: mode) }
     }
 
     @inline(__always)
     private func post(_ block: consuming PendingBlock) -> Bool {
-        if terminated.load(ordering: .acquiring) { return false }
+        if isTerminated { return false }
         if isCurrent {
             blocks.append(block, pool: inbox.segments)
             return true
@@ -293,7 +250,7 @@ public final class Loop: @unchecked Sendable {
         if isCurrent {
             change()
         } else {
-            guard !terminated.load(ordering: .acquiring) else { return }
+            guard !isTerminated else { return }
             if inbox.post(change: change) == .queuedFirst { poller.wakeIfSleeping() }
         }
     }
@@ -323,13 +280,13 @@ public final class Loop: @unchecked Sendable {
             createdBeforeFork
                 ? ForkGuard.message
                 : "RunLoopKit: Loop.\(call) must be called on the loop's own thread (loop of "
-                    + "\(ThreadIdentity.describe(threadID)), called from "
+                    + "\(ThreadIdentity.describe(identity.threadID)), called from "
                     + "\(ThreadIdentity.describe(ThreadIdentity.currentThreadID())))"
         )
     }
 
     func setRunningMode(_ mode: Mode?) {
-        runningMode.withLock { $0 = mode }
+        publishedModes.withLock { $0.running = mode }
     }
 
     /// The state of the mode named `name`, created on first use. Loop thread only.
@@ -341,35 +298,18 @@ public final class Loop: @unchecked Sendable {
     /// Creates the mode named `name` (rare: kept out of line, so the lookup above stays small enough to inline).
     @inline(never)
     private func makeMode(named name: Mode) -> ModeState {
-        let state = ModeState(name: name, id: modeList.count)
-        state.isCommon = commonModeNames.contains(name)
-        modesByName[name] = state
-        modeList.append(state)
-        modeNames.withLock { $0.created(name, id: state.id) }
+        let state = modeTable.make(named: name)
+        publishedModes.withLock { $0.created(name, id: state.id) }
         return state
     }
 
     /// The state of the mode named `name` if it exists. Loop thread only.
     ///
     /// Loops usually have a handful of modes, and comparing a few short names costs less than hashing one, so the
-    /// dictionary is only used past eight modes.
+    /// dictionary is only used past eight modes. (Written here rather than as a method of ``ModeTable``: a
+    /// non-mutating method of a part would be called on a copy of the whole part, retaining each of its fields.)
     func existingMode(named name: Mode) -> ModeState? {
-        guard modeList.count > 8 else { return modeList.first { $0.name == name } }
-        return modesByName[name]
-    }
-}
-
-/// A stack of emptied arrays kept for reuse, so hot paths do not allocate once warmed up.
-struct ArrayPool<Element> {
-    private var free: [[Element]] = []
-
-    mutating func take() -> [Element] {
-        free.popLast() ?? []
-    }
-
-    mutating func give(_ array: inout [Element]) {
-        array.removeAll(keepingCapacity: true)
-        free.append(array)
-        array = []
+        guard modeTable.list.count > 8 else { return modeTable.list.first { $0.name == name } }
+        return modeTable.byName[name]
     }
 }

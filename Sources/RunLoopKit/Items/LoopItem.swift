@@ -92,7 +92,7 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
                 return true
             }
             let owner = Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: original)!).takeUnretainedValue()
-            guard owner.itemsReleased.load(ordering: .acquiring) else {
+            guard owner.control.lifecycle.load(ordering: .acquiring) == .released else {
                 retained.release()
                 return false
             }

@@ -37,10 +37,10 @@ enum AsyncSupport {
             footprint.descriptorSources += state.descriptorSources.count
             footprint.timers += state.timers.count
         }
-        footprint.registrations = loop.registrations.count
-        footprint.parkedDescriptors = loop.parkedDescriptorSources.count
-        footprint.scheduledTimers = loop.timerHeap.count
-        footprint.parkedTimers = loop.parkedTimers.count
+        footprint.registrations = loop.descriptorTable.registered.count
+        footprint.parkedDescriptors = loop.descriptorTable.parked.count
+        footprint.scheduledTimers = loop.timerTable.heap.count
+        footprint.parkedTimers = loop.timerTable.parked.count
         footprint.epollEntries = epollEntryCount(loop.poller.epoll)
         return footprint
     }

@@ -1,7 +1,9 @@
-/// The names of a loop's modes, readable from any thread under the loop's `modeNames` lock (``Loop/allModes``,
-/// ``Loop/commonModes``, `contains(_:in:)` from another thread). The loop's thread keeps the real mode table; this is
-/// its published summary.
-struct ModeNames {
+/// What other threads may know of a loop's modes, under the loop's `publishedModes` lock: their names
+/// (``Loop/allModes``, ``Loop/commonModes``, `contains(_:in:)` from another thread) and the mode of the innermost run
+/// (``Loop/currentMode``). The loop's thread keeps the real table (``ModeTable``); this is its published summary.
+struct PublishedModes {
+    /// The mode of the innermost run in progress; written at run entry and exit only.
+    var running: Loop.Mode?
     /// Every mode, in the order it came into being (a mode named only by a block has no id yet).
     var all: [Loop.Mode] = []
     /// The id of each mode the loop's thread created (its index in the loop's mode list).

@@ -1,0 +1,56 @@
+import Glibc
+import Synchronization
+
+extension Loop {
+    /// Where a loop is in its life. It only moves forward.
+    enum Lifecycle: UInt8, AtomicRepresentable {
+        /// Its thread is alive: the loop takes items, blocks and jobs.
+        case alive
+        /// Its thread is exiting and the teardown has begun: nothing more is accepted (``Loop/isTerminated``).
+        case tearingDown
+        /// The teardown is over: every item was taken out and reset, so it may join another loop
+        /// (``LoopItem/bind(to:)``).
+        case released
+    }
+
+    /// What any thread may read or set to steer a loop: its lifecycle, the stop and wake-up requests, and the three
+    /// settings. Atomics only, so every member is safe from any thread; none of them is ever replaced.
+    struct Control: ~Copyable {
+        /// Where the loop is in its life.
+        let lifecycle = Atomic<Lifecycle>(.alive)
+        /// A stop for the innermost run; set from any thread, consumed by the run's exit check.
+        let stopRequested = Atomic<Bool>(false)
+        /// A wake-up asked for while the loop was awake: it makes the next sleep return at once.
+        let wakeRequested = Atomic<Bool>(false)
+        /// ``Loop/servesMainQueue``.
+        let servesMainQueue: Atomic<Bool>
+        /// ``Loop/mainQueueKeepsRunAlive``.
+        let mainQueueKeepsRunAlive = Atomic<Bool>(true)
+        /// ``Loop/keepsRunningWhenEmpty``.
+        let keepsRunningWhenEmpty = Atomic<Bool>(false)
+
+        init(servesMainQueue: Bool) {
+            self.servesMainQueue = Atomic(servesMainQueue)
+        }
+    }
+
+    /// Who a loop is: fixed when it is made. Safe from any thread.
+    struct Identity: Sendable {
+        /// The owning thread's kernel id (the process id for the main loop), for descriptions and trap messages.
+        let threadID: pid_t
+        /// Whether this is the main thread's loop.
+        let isMain: Bool
+        /// A number no other loop of the process has, so a ``Loop/ScheduledCallback`` of one loop is ignored by
+        /// another.
+        let serial: UInt32
+
+        private static let serials = Atomic<UInt32>(0)
+
+        /// The identity of a loop being made now on the calling thread (or for the main thread).
+        static func next(isMain: Bool) -> Identity {
+            Identity(
+                threadID: isMain ? getpid() : ThreadIdentity.currentThreadID(), isMain: isMain,
+                serial: serials.add(1, ordering: .relaxed).newValue)
+        }
+    }
+}

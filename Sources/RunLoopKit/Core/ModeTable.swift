@@ -1,0 +1,24 @@
+/// A loop's modes, by id and by name, and its common modes with the items added to ``Loop/Mode/common``. Loop
+/// thread only; other threads read the published summary (``PublishedModes``).
+struct ModeTable {
+    /// Every mode, in the order it came into being: a mode's id is its index here.
+    private(set) var list: [ModeState] = []
+    /// The same modes by name, for loops with many modes (see ``Loop/existingMode(named:)``).
+    private(set) var byName: [Loop.Mode: ModeState] = [:]
+    /// The loop's common modes (CF's common-modes set).
+    var commonNames: Set<Loop.Mode> = [.default]
+    /// Items added to the common pseudo-mode, copied into every common mode now and later.
+    var commonItems: [ObjectIdentifier: AnyItem] = [:]
+
+    /// The mode of id `id`.
+    subscript(id: Int) -> ModeState { list[id] }
+
+    /// Creates the mode named `name`, which must not exist yet.
+    mutating func make(named name: Loop.Mode) -> ModeState {
+        let state = ModeState(name: name, id: list.count)
+        state.isCommon = commonNames.contains(name)
+        byName[name] = state
+        list.append(state)
+        return state
+    }
+}
