@@ -17,7 +17,7 @@ let package = Package(
         .target(
             name: "RunLoopKit",
             dependencies: ["CRunLoopShims"],
-            exclude: ["Core/WakeUpHandshake.pml"],  // The handshake's spin model, checked by scripts/check-handshake.sh.
+            exclude: ["Core/Parts/WakeUpHandshake.pml"],  // The handshake's spin model, checked by scripts/check-handshake.sh.
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Installs the Swift runtime's async-main drain hook before main(): C, for the hook's calling convention.

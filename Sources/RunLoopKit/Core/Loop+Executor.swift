@@ -9,7 +9,7 @@
 /// `UnownedSerialExecutor` does not retain the loop.
 extension Loop: SerialExecutor {
     /// Queues an actor's job to run once on the loop's thread, at the next block point of a pass in one of the
-    /// loop's common modes (steps 3, 5 and 10 of Docs/Iteration.md), in order with blocks. Called by the
+    /// loop's common modes (steps 3, 5 and 10 of a pass, <doc:PassOrder>), in order with blocks. Called by the
     /// concurrency runtime, from any thread.
     ///
     /// Allocates nothing beyond the runtime's job; from another thread it costs a short lock and, only if the loop
@@ -58,75 +58,6 @@ extension Loop {
         case .queuedFirst: poller.wakeIfSleeping()
         case .queuedBehind: break  // The post that found the inbox empty wakes the loop for the whole batch.
         }
-    }
-
-    /// Whether `block` may run in a pass of `state`: its modes match, and it is not a job asked to run inside a
-    /// job. Loop thread only.
-    ///
-    /// Jobs never nest, as CF never drains the main dispatch queue in a run nested inside a main-queue block: a job
-    /// that runs the loop nested leaves the other jobs queued until it returns, so an actor's synchronous code is
-    /// never entered again by another job of the same executor.
-    @inline(__always)
-    func canRun(_ block: PendingBlock, _ state: ModeState) -> Bool {
-        matches(block.modes, state) && (block.job == nil || !runStack.isRunningJob)
-    }
-
-    /// Runs a block's closure, its job on the job's executor, or its function call. Loop thread only.
-    @inline(__always)
-    func run(_ block: PendingBlock) {
-        switch block.work {
-        case nil:
-            block.closure()
-        case .job(let queued):
-            runStack.isRunningJob = true
-            queued.job.runSynchronously(on: queued.executor)
-            runStack.isRunningJob = false
-        case .call(let call):
-            call.function(call.argument)
-        }
-    }
-
-    /// A mode whose zero-length pass would run the oldest queued block or actor job (applying changes first), `nil`
-    /// when nothing is queued: for the final drain of a ``LoopThread``. The default mode serves work that may run
-    /// there (work for the common modes included), else its first mode by name. Loop thread only.
-    func modeForQueuedWork() -> Mode? {
-        applyChanges()
-        guard let block = blocks.first else { return nil }
-        switch block.modes {
-        case .defaultMode, .commonModes:
-            return .default
-        case .named(let modes):
-            if modes.contains(where: { $0 == .default || $0 == .common }) { return .default }
-            return modes.min { $0.name < $1.name }!
-        }
-    }
-
-    /// From now on, blocks sent from other threads are refused (``perform(in:_:)-(Mode,_)`` answers `false`);
-    /// actor jobs and item changes are still taken until the thread exits. For a ``LoopThread``'s stop, so that
-    /// every block accepted before it runs in the drain and none is accepted after. Loop thread only.
-    func refuseBlocksFromOtherThreads() {
-        var taken = Inbox.Contents(blocks: BlockQueue(), changes: [])
-        inbox.refuseBlocks(into: &taken)
-        absorb(&taken)
-    }
-
-    /// Closes the inbox for good (the thread exits, or a ``LoopThread`` ends its drain), applying the changes and
-    /// taking the blocks and jobs still in it; later posts are refused. Idempotent. Loop thread only.
-    func closeInbox() {
-        var taken = Inbox.Contents(blocks: BlockQueue(), changes: [])
-        inbox.close(into: &taken)
-        absorb(&taken)
-    }
-
-    /// Traps if an actor job is still queued as the loop's thread exits: it could never run on the actor's thread
-    /// and its task would wait forever. Loop thread only, in the teardown.
-    func trapOnQueuedJobs() {
-        let jobs = blocks.count { $0.job != nil }
-        guard jobs > 0 else { return }
-        fatalError(
-            "RunLoopKit: the thread of \(loopDescriptionForTraps) exited with \(jobs) actor job(s) still queued; "
-                + "they can never run (an actor on a loop needs its thread: run the loop, or keep its LoopThread, "
-                + "until the actor's work is done)")
     }
 
     /// Traps for a job enqueued after the loop's thread exited.

@@ -75,7 +75,9 @@ extension Loop {
         return result
     }
 
-    /// `__CFRunLoopRun`: passes until an exit condition holds. Each step is one function of Loop+Pass.swift.
+    /// `__CFRunLoopRun`: passes until an exit condition holds. One pass, in the order of Docs/Iteration.md: each
+    /// step is one function, in the file of its concept (blocks, sources, observers, the wait, timers, descriptors,
+    /// the main queue).
     private func runPasses(in state: ModeState, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
         while true {
             applyChanges()
@@ -114,33 +116,32 @@ extension Loop {
         return named ? mode(named: name) : nil
     }
 
-    /// Puts back in play what was set aside while `state` was not running: parked timers and descriptors.
+    /// Puts back in play what was set aside while `state` was not running: due callbacks, due timers and ready
+    /// descriptors parked because none of their modes ran.
     func enter(_ state: ModeState) {
         if !timerTable.callbacks.parked.isEmpty {
             timerTable.callbacks.unpark { modeID in callbackRuns(modeID: modeID, in: state) }
         }
-        if !timerTable.parked.isEmpty {
-            var index = 0
-            while index < timerTable.parked.count {
-                let timer = timerTable.parked[index]
-                if timer.isIn(modeID: state.id) {
-                    timerTable.parked.remove(at: index)
-                    schedule(timer)
-                } else {
-                    index += 1
-                }
-            }
-        }
-        if !descriptorTable.parked.isEmpty {
-            var index = 0
-            while index < descriptorTable.parked.count {
-                let source = descriptorTable.parked[index]
-                if source.isIn(modeID: state.id) {
-                    descriptorTable.parked.remove(at: index)
-                    unpark(source)
-                } else {
-                    index += 1
-                }
+        // Checked here, where it costs a load: a run's entry (each nested run's exit too) usually has nothing parked.
+        if !timerTable.parked.isEmpty { resumeParked(\.timerTable.parked, in: state, with: schedule) }
+        if !descriptorTable.parked.isEmpty { resumeParked(\.descriptorTable.parked, in: state, with: unpark) }
+    }
+
+    /// Takes out of the parked list at `list` each item that is in `state` (the others keep their place) and hands it
+    /// to `resume`, after it left the list.
+    private func resumeParked<Item: LoopItem>(
+        _ list: ReferenceWritableKeyPath<Loop, [Item]>,
+        in state: ModeState,
+        with resume: (Item) -> Void
+    ) {
+        var index = 0
+        while index < self[keyPath: list].count {
+            let item = self[keyPath: list][index]
+            if item.isIn(modeID: state.id) {
+                self[keyPath: list].remove(at: index)
+                resume(item)
+            } else {
+                index += 1
             }
         }
     }

@@ -23,7 +23,7 @@ import Synchronization
 /// bytes, no descriptor) stays allocated while items that belonged to it are alive.
 ///
 /// A loop is also a `SerialExecutor`: an actor whose `unownedExecutor` is the loop's runs on the loop's thread, its
-/// jobs at the block points of passes in the common modes (Loop+Executor.swift).
+/// jobs at the block points of passes in the common modes (see ``enqueue(_:)``).
 public final class Loop: @unchecked Sendable {
     // Unchecked Sendable: the parts under "Loop thread only" are confined to the owning thread, which every entry
     // point checks or reaches through `inbox`; the parts above it are immutable, atomic or mutex-protected.
@@ -57,7 +57,7 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var signalledSources: [LoopSource] = []
     /// Blocks and actor jobs waiting for a pass in one of their modes, oldest first.
     @exclusivity(unchecked) var blocks = BlockQueue()
-    /// The main loop's service of Dispatch's main queue (Loop+MainQueue.swift).
+    /// The main loop's service of Dispatch's main queue.
     @exclusivity(unchecked) var mainQueue = MainQueueService()
     /// Reusable arrays and buffers, so a pass allocates nothing in the steady state.
     @exclusivity(unchecked) var scratch = ScratchPools()
@@ -153,98 +153,6 @@ public final class Loop: @unchecked Sendable {
         poller.wakeIfSleeping()
     }
 
-    /// Queues `block` to run once on the loop's thread, at the next block point of a pass in `mode`.
-    ///
-    /// Safe from any thread. Blocks run in the order they were queued (per thread). A block for a mode that is not
-    /// running waits for a pass in it; ``Mode/common`` matches every common mode. Unlike CF, a block queued from
-    /// another thread wakes the loop if it sleeps.
-    /// - Returns: `false` if the loop's thread has exited, so the block will never run.
-    @discardableResult
-    public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
-        post(PendingBlock(modes: blockModes(for: mode), closure: block))
-    }
-
-    /// Queues `block` to run once on the loop's thread, at the next block point of a pass in the default mode: the
-    /// same as ``perform(in:_:)-(Mode,_)`` with ``Mode/default``. Safe from any thread.
-    ///
-    /// The call `loop.perform { … }` lands here: without a mode argument for the caller to build and release, it
-    /// is the cheapest way to post.
-    /// - Returns: `false` if the loop's thread has exited, so the block will never run.
-    @discardableResult
-    public func perform(_ block: @escaping @Sendable () -> Void) -> Bool {
-        post(PendingBlock(modes: .defaultMode, closure: block))
-    }
-
-    /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
-    ///
-    /// See ``perform(in:_:)-(Mode,_)``. An empty `modes` list names no pass the block could run in: the block is
-    /// dropped at once (not kept forever, never to run) and the call answers `false`.
-    /// - Returns: `false` if `modes` is empty or the loop's thread has exited, so the block will never run.
-    @discardableResult
-    public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
-        guard !modes.isEmpty else { return false }
-        for mode in modes where mode != .default && mode != .common {
-            publishedModes.withLock { names in names.noteNamedByBlock(mode) }
-        }
-        return post(PendingBlock(modes: BlockModes(modes), closure: block))
-    }
-
-    /// Queues a call of `function(argument)` on the loop's thread, at the next block point of a pass in the default
-    /// mode; like ``perform(_:)`` in every other respect. Safe from any thread.
-    ///
-    /// The allocation-free way to post: a block is a Swift closure, whose captured values live in a context
-    /// allocated on the posting thread and freed on the loop's (a third of the cost of a cross-thread post, and
-    /// contended in malloc when many threads post); `function` is a C function pointer, which captures nothing (the
-    /// compiler refuses a closure that would), and `argument` is one word the loop stores in the queue: an index
-    /// into a table of yours, a count, or the bits of an `Unmanaged` reference. CF's version 0 sources and libuv's
-    /// callbacks pass their data the same way.
-    /// - Returns: `false` if the loop's thread has exited, so the call will never happen.
-    @discardableResult
-    public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
-        post(PendingBlock(modes: .defaultMode, call: FunctionCall(function: function, argument: argument)))
-    }
-
-    /// Queues a call of `function(argument)` for a pass in `mode` (or any common mode, for ``Mode/common``); see
-    /// ``perform(with:_:)``. Safe from any thread.
-    /// - Returns: `false` if the loop's thread has exited, so the call will never happen.
-    @discardableResult
-    public func perform(in mode: Mode, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
-        post(PendingBlock(modes: blockModes(for: mode), call: FunctionCall(function: function, argument: argument)))
-    }
-
-    /// The modes of a block queued for `mode`.
-    @inline(__always)
-    private func blockModes(for mode: Mode) -> BlockModes {
-        if mode == .default { return .defaultMode }
-        if mode == .common { return .commonModes }
-        return .named(blockModeList(naming: mode))
-    }
-
-    /// Records that a block named `mode` (neither the default nor the common mode), so ``allModes`` lists it from
-    /// now on (as CF creates a block's modes), and answers the one-element list such blocks hold, made once per
-    /// mode so that queueing allocates nothing.
-    private func blockModeList(naming mode: Mode) -> [Mode] {
-        publishedModes.withLock { names in names.blockModeList(naming: mode) }
-    }
-
-    @inline(__always)
-    private func post(_ block: consuming PendingBlock) -> Bool {
-        if isTerminated { return false }
-        if isCurrent {
-            blocks.append(block, pool: inbox.segments)
-            return true
-        }
-        switch inbox.post(block, isClosureBlock: true) {
-        case .refused:  // The thread is exiting, or its LoopThread is stopping (``refuseBlocksFromOtherThreads()``).
-            return false
-        case .queuedFirst:
-            poller.wakeIfSleeping()
-            return true
-        case .queuedBehind:  // The post that found the inbox empty wakes the loop for the whole batch.
-            return true
-        }
-    }
-
     /// Runs `change` on the loop's thread: now when called there, else before the loop's next pass (waking it).
     func onLoopThread(_ change: @escaping @Sendable () -> Void) {
         if isCurrent {
@@ -289,27 +197,4 @@ public final class Loop: @unchecked Sendable {
         publishedModes.withLock { $0.running = mode }
     }
 
-    /// The state of the mode named `name`, created on first use. Loop thread only.
-    func mode(named name: Mode) -> ModeState {
-        if let state = existingMode(named: name) { return state }
-        return makeMode(named: name)
-    }
-
-    /// Creates the mode named `name` (rare: kept out of line, so the lookup above stays small enough to inline).
-    @inline(never)
-    private func makeMode(named name: Mode) -> ModeState {
-        let state = modeTable.make(named: name)
-        publishedModes.withLock { $0.created(name, id: state.id) }
-        return state
-    }
-
-    /// The state of the mode named `name` if it exists. Loop thread only.
-    ///
-    /// Loops usually have a handful of modes, and comparing a few short names costs less than hashing one, so the
-    /// dictionary is only used past eight modes. (Written here rather than as a method of ``ModeTable``: a
-    /// non-mutating method of a part would be called on a copy of the whole part, retaining each of its fields.)
-    func existingMode(named name: Mode) -> ModeState? {
-        guard modeTable.list.count > 8 else { return modeTable.list.first { $0.name == name } }
-        return modeTable.byName[name]
-    }
 }

@@ -113,13 +113,13 @@ extension LoopThread {
         // began) runs now, each in a pass of a mode it was queued for, and so do actor jobs queued until the thread
         // exits (they may queue more jobs and blocks). Closing the inbox takes what is still on its way, jobs
         // included, under its lock; after that nothing more comes in.
-        loop.refuseBlocksFromOtherThreads()
+        loop.refuseBlocksForLoopThreadDrain()
         while true {
-            while let mode = loop.modeForQueuedWork() {
+            while let mode = loop.modeForLoopThreadDrain() {
                 loop.run(in: mode, for: .zero)
             }
-            loop.closeInbox()
-            guard loop.modeForQueuedWork() != nil else { break }
+            loop.closeInboxForLoopThreadDrain()
+            guard loop.modeForLoopThreadDrain() != nil else { break }
         }
     }
 

@@ -1,8 +1,6 @@
-import Glibc
-
+/// Membership: which items are in which modes. Any thread may add and remove; the change is made on the loop's
+/// thread (at once there, else before its next pass), with what each kind of item needs on joining and leaving.
 extension Loop {
-    // MARK: Public membership API
-
     /// Adds a custom source to `mode` (or to every common mode, for ``Mode/common``). Safe from any thread.
     ///
     /// The source's schedule handler runs on the loop's thread once per mode it newly joins; adding it to a mode
@@ -89,35 +87,6 @@ extension Loop {
     public func contains(_ source: FileDescriptorSource, in mode: Mode = .default) -> Bool {
         contains(.descriptor(source), in: mode)
     }
-
-    /// Adds `mode` to the loop's common modes, copying every item added to ``Mode/common`` into it.
-    /// Safe from any thread. There is no way to remove a common mode (as in CF).
-    public func addCommonMode(_ mode: Mode) {
-        guard mode != .common else { return }
-        onLoopThread { [self] in
-            guard modeTable.commonNames.insert(mode).inserted else { return }
-            let state = self.mode(named: mode)
-            state.isCommon = true
-            publishedModes.withLock { _ = $0.common.insert(mode) }
-            for item in modeTable.commonItems.values { addToMode(item, state) }
-        }
-    }
-
-    /// The loop's common modes (initially just ``Mode/default``). Safe from any thread: a consistent snapshot (a
-    /// mode added from another thread shows once the loop applied the change, at its next pass).
-    public var commonModes: Set<Mode> {
-        publishedModes.withLock { $0.common }
-    }
-
-    /// Every mode the loop has, in the order they came into being: a mode exists once an item, a block, a run or
-    /// ``addCommonMode(_:)`` named it. Safe from any thread: a consistent snapshot (a mode named by an item or
-    /// ``addCommonMode(_:)`` from another thread shows once the loop applied the change; one named by a block at
-    /// once).
-    public var allModes: [Mode] {
-        publishedModes.withLock { $0.all }
-    }
-
-    // MARK: Shared membership logic
 
     private func add(_ item: AnyItem, to mode: Mode) throws(LoopError) {
         let base = item.base
@@ -256,178 +225,37 @@ extension Loop {
         case .source, .observer: break
         }
     }
+}
 
-    // MARK: Custom sources
-
-    /// Hands a newly signalled source to this loop: pushed on the lock-free stack, and the loop woken if asleep.
-    func enqueueSignalled(_ source: LoopSource) {
-        guard !isTerminated else { return }
-        signalStack.push(source)
-        poller.wakeIfSleeping()
-    }
-
-    // MARK: Timers
-
-    /// Puts `timer` in the heap for its current deadline. Loop thread only.
-    func schedule(_ timer: LoopTimer) {
-        timer.latestFireTime = timer.fireTime.addingSaturating(timer.toleranceNanoseconds)
-        timer.sequence = timerTable.takeSequence()
-        timerTable.heap.insert(timer)
-        timer.state = .scheduled
-    }
-
-    /// Takes `timer` out of the heap or the parked list; it stays valid. Loop thread only.
-    func unschedule(_ timer: LoopTimer) {
-        switch timer.state {
-        case .scheduled: timerTable.heap.remove(timer)
-        case .parked: timerTable.parked.removeAll { $0 === timer }
-        case .idle, .due, .firing: break
-        }
-        timer.state = .idle
-    }
-
-    /// Moves `timer`'s next fire time, on the loop's thread.
-    func reschedule(_ timer: LoopTimer, at fireTime: Int64) {
-        onLoopThread(with: (timer, fireTime)) { loop, change in
-            let (timer, fireTime) = change
-            guard timer.isValid else { return }
-            loop.unschedule(timer)
-            timer.fireTime = fireTime
-            if timer.isInAnyMode { loop.schedule(timer) }
-        }
-    }
-
-    // MARK: Descriptor sources
-
-    /// Puts the source's descriptor in the epoll set, from the calling thread, once per source.
-    private func register(_ source: FileDescriptorSource) throws(LoopError) {
-        // Closed since the source was made: its number may name another file now, even this loop's own epoll set
-        // (created by the `Loop.current` of this very call), which epoll would answer with a puzzling EINVAL.
-        guard FileDescriptorCalls.identity(of: source.descriptor) == source.fileIdentity else {
-            throw LoopError(
-                .badDescriptor, errno: EBADF,
-                message: "descriptor \(source.descriptor) was closed after its source was made (the number may name "
-                    + "another file now)")
-        }
-        // Several threads adding the same source at once: the loser of the race sees EEXIST from its own
-        // registration only if the winner already registered; treat that as done.
-        let events = source.events
-        do {
-            try poller.register(source.descriptor, events: events.epollEvents, tag: source.epollTag)
-        } catch {
-            let lostTheRace =
-                error.code == .descriptorAlreadyRegistered && source.isRegistered.load(ordering: .acquiring)
-            guard lostTheRace else { throw error }
-            return
-        }
-        source.registeredEvents = events
-        source.isRegistered.store(true, ordering: .sequentiallyConsistent)
-    }
-
-    /// Records `source` as the owner of its descriptor number. An earlier source of the same number lost its
-    /// descriptor (closed without invalidating): it is invalidated, and never sees the new descriptor's events.
-    private func replaceRegistration(with source: FileDescriptorSource) {
-        if let previous = descriptorTable.registered[source.descriptor], previous !== source {
-            descriptorTable.registered[source.descriptor] = nil
-            previous.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // The kernel dropped it.
-            previous.invalidate()
-        }
-        descriptorTable.registered[source.descriptor] = source
-    }
-
-    /// Tells the epoll set what `source` watches now (``FileDescriptorSource/events``), unless its reports are
-    /// suspended (parked: resuming uses the new events) or it is not registered here. A descriptor closed meanwhile
-    /// invalidates its source, as when unparking. Loop thread only.
-    func applyWatchedEvents(_ source: FileDescriptorSource) {
-        guard source.isValid, descriptorTable.registered[source.descriptor] === source, !source.isParked else { return }
-        let events = source.events
-        guard events != source.registeredEvents else { return }
-        source.registeredEvents = events
-        if !poller.resume(source.descriptor, events: events.epollEvents, tag: source.epollTag) {
-            descriptorTable.registered[source.descriptor] = nil
-            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
-            source.invalidate()
-        }
-    }
-
-    /// Forgets the source's registration for good, taking its descriptor out of the epoll set if that was not
-    /// done yet. Loop thread only.
-    func unregister(_ source: FileDescriptorSource) {
-        descriptorTable.parked.removeAll { $0 === source }
-        guard descriptorTable.registered[source.descriptor] === source else { return }
-        descriptorTable.registered[source.descriptor] = nil
-        removeRegistration(of: source)  // A parked descriptor is still in the set, suspended.
-        source.isParked = false
-    }
-
-    /// Takes the source's descriptor out of the epoll set, once: whichever comes first of the loop's unregister,
-    /// `invalidate()` on any thread, or an `add` that finds its source invalidated right after registering it (with
-    /// sequentially consistent flags, the registration and the invalidation always see each other). Any thread.
-    func removeRegistration(of source: FileDescriptorSource) {
-        guard source.isRegistered.load(ordering: .sequentiallyConsistent),
-            !source.isUnregistered.exchange(true, ordering: .sequentiallyConsistent)
-        else { return }
-        poller.unregister(source.descriptor)
-    }
-
-    /// Suspends a ready descriptor's reports while none of its modes runs (level-triggered readiness would
-    /// otherwise wake the loop again and again). It stays in the epoll set, so that if it is closed meanwhile the
-    /// kernel drops it and ``unpark(_:)`` cannot mistake a new file with the same number for it. Loop thread only.
-    func park(_ source: FileDescriptorSource) {
-        guard !source.isParked else { return }
-        poller.suspend(source.descriptor, tag: source.epollTag)
-        source.isParked = true
-        descriptorTable.parked.append(source)
-    }
-
-    /// Resumes a parked descriptor's reports; one that was closed meanwhile (its number perhaps reused) invalidates
-    /// its source.
-    func unpark(_ source: FileDescriptorSource) {
-        source.isParked = false
-        source.registeredEvents = source.events
-        if !poller.resume(source.descriptor, events: source.registeredEvents.epollEvents, tag: source.epollTag) {
-            if descriptorTable.registered[source.descriptor] === source {
-                descriptorTable.registered[source.descriptor] = nil
+extension Loop {
+    /// Adds a descriptor source an async wait just created, on the loop's thread (now when called there, else
+    /// before the loop's next pass), then calls `completion` there with `nil` or the error. Any thread.
+    ///
+    /// Why on the loop's thread, where `add` would register the descriptor on the calling thread:
+    /// - A source added from another thread and invalidated before the loop applied the add (a wait cancelled at
+    ///   once) would stay in the epoll set: the loop skips the add of an invalid item and so never learns of the
+    ///   registration its removal should undo. Added on the loop's thread, add and registration are one step, and
+    ///   a later invalidation always finds the registration.
+    /// - A source invalidated from another thread leaves the epoll set only at the loop's next pass, so a wait
+    ///   following a cancelled wait on the same descriptor would see `EEXIST` for a moment. Behind that removal
+    ///   in the loop's inbox (which keeps order), the add fails only if another live source watches the
+    ///   descriptor.
+    ///
+    /// If the loop's thread has exited, the change is dropped with `source`; the wait learns it from the source's
+    /// ``DropSignal`` or from its own ``Loop/isTerminated`` check.
+    func addWaitSource(
+        _ source: FileDescriptorSource,
+        to mode: Mode,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        onLoopThread { [self] in
+            do {
+                try add(source, to: mode)
+                completion(nil)
+            } catch {
+                completion(error)
             }
-            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
-            source.invalidate()
         }
-    }
-
-    // MARK: Thread exit
-
-    /// Called by the registry when the owning thread exits: removes every item, drops blocks, closes descriptors.
-    /// Traps if an actor job is still queued (it could never run, and its task would wait forever).
-    func tearDownOnThreadExit() {
-        applyChanges()
-        control.lifecycle.store(.tearingDown, ordering: .releasing)
-        closeInbox()
-        for (_, item) in modeTable.commonItems { item.base.isCommon = false }
-        modeTable.commonItems.removeAll()
-        for state in modeTable.list {
-            for source in state.sources { removeFromMode(.source(source), state) }
-            for timer in state.timers { removeFromMode(.timer(timer), state) }
-            for observer in state.observers { removeFromMode(.observer(observer), state) }
-            for source in state.descriptorSources { removeFromMode(.descriptor(source), state) }
-        }
-        for source in descriptorTable.registered.values {
-            unregister(source)
-            source.forgetRegistration()  // Registered afresh by the loop it joins next, if any.
-        }
-        descriptorTable.registered.removeAll()
-        timerTable.parked.removeAll()
-        let callbacks = timerTable.callbacks.removeAll()
-        timerTable.remoteCallbacks.removeAll()
-        timerTable.commonCallbackCount = 0
-        signalStack.popAll { $0.queued = false }
-        for source in signalledSources { source.queued = false }  // Still signalled: performed where it goes next.
-        signalledSources.removeAll()
-        trapOnQueuedJobs()
-        blocks.removeAll(pool: inbox.segments)
-        poller.close()
-        withExtendedLifetime(callbacks) {}  // Released here, with the loop consistent: their deinits may call in.
-        // Every item is out of this loop now, its state reset: another loop may take it (``ItemCore/bind(to:)``).
-        control.lifecycle.store(.released, ordering: .releasing)
     }
 }
 

@@ -1,0 +1,133 @@
+import CRunLoopShims
+import Glibc
+
+/// Descriptor sources (``FileDescriptorSource``): their registration in the loop's epoll set (level-triggered,
+/// tagged with the source's generation so a stale report is dropped), what they watch, parking while none of their
+/// modes runs, and handling ready ones at step 9 of a pass.
+extension Loop {
+    /// Puts the source's descriptor in the epoll set, from the calling thread, once per source.
+    func register(_ source: FileDescriptorSource) throws(LoopError) {
+        // Closed since the source was made: its number may name another file now, even this loop's own epoll set
+        // (created by the `Loop.current` of this very call), which epoll would answer with a puzzling EINVAL.
+        guard FileDescriptorCalls.identity(of: source.descriptor) == source.fileIdentity else {
+            throw LoopError(
+                .badDescriptor, errno: EBADF,
+                message: "descriptor \(source.descriptor) was closed after its source was made (the number may name "
+                    + "another file now)")
+        }
+        // Several threads adding the same source at once: the loser of the race sees EEXIST from its own
+        // registration only if the winner already registered; treat that as done.
+        let events = source.events
+        do {
+            try poller.register(source.descriptor, events: events.epollEvents, tag: source.epollTag)
+        } catch {
+            let lostTheRace =
+                error.code == .descriptorAlreadyRegistered && source.isRegistered.load(ordering: .acquiring)
+            guard lostTheRace else { throw error }
+            return
+        }
+        source.registeredEvents = events
+        source.isRegistered.store(true, ordering: .sequentiallyConsistent)
+    }
+
+    /// Records `source` as the owner of its descriptor number. An earlier source of the same number lost its
+    /// descriptor (closed without invalidating): it is invalidated, and never sees the new descriptor's events.
+    func replaceRegistration(with source: FileDescriptorSource) {
+        if let previous = descriptorTable.registered[source.descriptor], previous !== source {
+            descriptorTable.registered[source.descriptor] = nil
+            previous.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // The kernel dropped it.
+            previous.invalidate()
+        }
+        descriptorTable.registered[source.descriptor] = source
+    }
+
+    /// Tells the epoll set what `source` watches now (``FileDescriptorSource/events``), unless its reports are
+    /// suspended (parked: resuming uses the new events) or it is not registered here. A descriptor closed meanwhile
+    /// invalidates its source, as when unparking. Loop thread only.
+    func applyWatchedEvents(_ source: FileDescriptorSource) {
+        guard source.isValid, descriptorTable.registered[source.descriptor] === source, !source.isParked else { return }
+        let events = source.events
+        guard events != source.registeredEvents else { return }
+        source.registeredEvents = events
+        if !poller.resume(source.descriptor, events: events.epollEvents, tag: source.epollTag) {
+            descriptorTable.registered[source.descriptor] = nil
+            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
+            source.invalidate()
+        }
+    }
+
+    /// Forgets the source's registration for good, taking its descriptor out of the epoll set if that was not
+    /// done yet. Loop thread only.
+    func unregister(_ source: FileDescriptorSource) {
+        descriptorTable.parked.removeAll { $0 === source }
+        guard descriptorTable.registered[source.descriptor] === source else { return }
+        descriptorTable.registered[source.descriptor] = nil
+        removeRegistration(of: source)  // A parked descriptor is still in the set, suspended.
+        source.isParked = false
+    }
+
+    /// Takes the source's descriptor out of the epoll set, once: whichever comes first of the loop's unregister,
+    /// `invalidate()` on any thread, or an `add` that finds its source invalidated right after registering it (with
+    /// sequentially consistent flags, the registration and the invalidation always see each other). Any thread.
+    func removeRegistration(of source: FileDescriptorSource) {
+        guard source.isRegistered.load(ordering: .sequentiallyConsistent),
+            !source.isUnregistered.exchange(true, ordering: .sequentiallyConsistent)
+        else { return }
+        poller.unregister(source.descriptor)
+    }
+
+    /// Suspends a ready descriptor's reports while none of its modes runs (level-triggered readiness would
+    /// otherwise wake the loop again and again). It stays in the epoll set, so that if it is closed meanwhile the
+    /// kernel drops it and ``unpark(_:)`` cannot mistake a new file with the same number for it. Loop thread only.
+    func park(_ source: FileDescriptorSource) {
+        guard !source.isParked else { return }
+        poller.suspend(source.descriptor, tag: source.epollTag)
+        source.isParked = true
+        descriptorTable.parked.append(source)
+    }
+
+    /// Resumes a parked descriptor's reports; one that was closed meanwhile (its number perhaps reused) invalidates
+    /// its source.
+    func unpark(_ source: FileDescriptorSource) {
+        source.isParked = false
+        source.registeredEvents = source.events
+        if !poller.resume(source.descriptor, events: source.registeredEvents.epollEvents, tag: source.epollTag) {
+            if descriptorTable.registered[source.descriptor] === source {
+                descriptorTable.registered[source.descriptor] = nil
+            }
+            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
+            source.invalidate()
+        }
+    }
+
+    /// Step 9b: calls the handlers of the running mode's ready descriptor sources, lower order first; answers
+    /// whether any was handled. Reports of a descriptor whose registration was replaced or removed are dropped;
+    /// a source ready while none of its modes runs is taken out of the epoll set until one does.
+    func handleReadyDescriptors(count: Int) -> Bool {
+        guard count > 0, let state = runStack.mode else { return false }
+        let buffer = scratch.eventBuffer(depth: runStack.depth)
+        var ready = scratch.readyDescriptors.take()
+        for index in 0..<count {
+            let tag = buffer[index].data.u64
+            guard tag > Poller.lastLoopTag else { continue }
+            let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
+            guard let source = descriptorTable.registered[descriptor], source.epollTag == tag, source.isValid else {
+                continue
+            }
+            if source.isIn(modeID: state.id) {
+                let events = FileDescriptorSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
+                let position = ready.firstIndex { $0.0.order > source.order } ?? ready.endIndex
+                ready.insert((source, events), at: position)
+            } else {
+                park(source)
+            }
+        }
+        var handled = false
+        for (source, events) in ready where source.isValid && source.isIn(modeID: state.id) {
+            source.handler(source, events)
+            handled = true
+        }
+        scratch.readyDescriptors.give(&ready)
+        return handled
+    }
+}

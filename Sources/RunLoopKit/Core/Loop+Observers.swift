@@ -1,0 +1,19 @@
+/// Observers (``LoopObserver``): called at the activities of runs and passes (steps 1, 2, 6 and 8 of a pass, and
+/// a run's entry and exit).
+extension Loop {
+    /// Steps 1, 2, 6, 8 and the run's entry and exit: calls the current mode's observers of `activity`.
+    ///
+    /// Observers added during the call are not called this time; one whose handler is running (a nested run)
+    /// is skipped; one invalidated before its turn is skipped.
+    func notifyObservers(_ activity: Activity) {
+        guard let state = runStack.mode, state.observedActivities.contains(activity) else { return }
+        let snapshot = state.observers  // Retains the array; a change during the calls copies it instead.
+        for observer in snapshot where observer.activities.contains(activity) {
+            guard observer.isValid, !observer.isFiring else { continue }
+            observer.isFiring = true
+            observer.handler(observer, activity)
+            observer.isFiring = false
+            if !observer.repeats { observer.invalidate() }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/// A loop's end: when its thread exits, the registry's destructor tears it down (CF's `__CFFinalizeRunLoop`).
+extension Loop {
+    /// Called by the registry when the owning thread exits: removes every item, drops blocks, closes descriptors.
+    /// Traps if an actor job is still queued (it could never run, and its task would wait forever).
+    func tearDownOnThreadExit() {
+        applyChanges()
+        control.lifecycle.store(.tearingDown, ordering: .releasing)
+        closeInbox()
+        for (_, item) in modeTable.commonItems { item.base.isCommon = false }
+        modeTable.commonItems.removeAll()
+        for state in modeTable.list {
+            for source in state.sources { removeFromMode(.source(source), state) }
+            for timer in state.timers { removeFromMode(.timer(timer), state) }
+            for observer in state.observers { removeFromMode(.observer(observer), state) }
+            for source in state.descriptorSources { removeFromMode(.descriptor(source), state) }
+        }
+        for source in descriptorTable.registered.values {
+            unregister(source)
+            source.forgetRegistration()  // Registered afresh by the loop it joins next, if any.
+        }
+        descriptorTable.registered.removeAll()
+        timerTable.parked.removeAll()
+        let callbacks = timerTable.callbacks.removeAll()
+        timerTable.remoteCallbacks.removeAll()
+        timerTable.commonCallbackCount = 0
+        signalStack.popAll { $0.queued = false }
+        for source in signalledSources { source.queued = false }  // Still signalled: performed where it goes next.
+        signalledSources.removeAll()
+        trapOnQueuedJobs()
+        blocks.removeAll(pool: inbox.segments)
+        poller.close()
+        withExtendedLifetime(callbacks) {}  // Released here, with the loop consistent: their deinits may call in.
+        // Every item is out of this loop now, its state reset: another loop may take it (``ItemCore/bind(to:)``).
+        control.lifecycle.store(.released, ordering: .releasing)
+    }
+
+    /// Traps if an actor job is still queued as the loop's thread exits: it could never run on the actor's thread
+    /// and its task would wait forever. Loop thread only, in the teardown.
+    func trapOnQueuedJobs() {
+        let jobs = blocks.count { $0.job != nil }
+        guard jobs > 0 else { return }
+        fatalError(
+            "RunLoopKit: the thread of \(loopDescriptionForTraps) exited with \(jobs) actor job(s) still queued; "
+                + "they can never run (an actor on a loop needs its thread: run the loop, or keep its LoopThread, "
+                + "until the actor's work is done)")
+    }
+}

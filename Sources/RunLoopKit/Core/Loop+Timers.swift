@@ -1,0 +1,214 @@
+/// Timers: every step of a ``LoopTimer`` and a one-shot callback from scheduling to firing, as libuv keeps its
+/// timers in one file. A scheduled timer sits in the timer table's heap, keyed by its latest fire time; the loop
+/// arms its timerfd for the first key before it sleeps (at most once per sleep), and fires what is due at step 9 of
+/// a pass, in key order, parking what is due while none of its modes runs.
+extension Loop {
+    /// Puts `timer` in the heap for its current deadline. Loop thread only.
+    func schedule(_ timer: LoopTimer) {
+        timer.latestFireTime = timer.fireTime.addingSaturating(timer.toleranceNanoseconds)
+        timer.sequence = timerTable.takeSequence()
+        timerTable.heap.insert(timer)
+        timer.state = .scheduled
+    }
+
+    /// Takes `timer` out of the heap or the parked list; it stays valid. Loop thread only.
+    func unschedule(_ timer: LoopTimer) {
+        switch timer.state {
+        case .scheduled: timerTable.heap.remove(timer)
+        case .parked: timerTable.parked.removeAll { $0 === timer }
+        case .idle, .due, .firing: break
+        }
+        timer.state = .idle
+    }
+
+    /// Moves `timer`'s next fire time, on the loop's thread.
+    func reschedule(_ timer: LoopTimer, at fireTime: Int64) {
+        onLoopThread(with: (timer, fireTime)) { loop, change in
+            let (timer, fireTime) = change
+            guard timer.isValid else { return }
+            loop.unschedule(timer)
+            timer.fireTime = fireTime
+            if timer.isInAnyMode { loop.schedule(timer) }
+        }
+    }
+
+    /// Arms the timerfd for the earlier of the first timer's latest fire time and `deadline`; answers false, arming
+    /// nothing, when that time has come or is closer than ``sleepHorizon`` (so the loop polls instead of sleeping).
+    func armTimer(until deadline: Int64) -> Bool {
+        let wakeTime = min(
+            timerTable.heap.first?.latestFireTime ?? .max, timerTable.callbacks.first?.latestFireTime ?? .max, deadline)
+        guard wakeTime != .max else { return true }
+        let now = MonotonicClock.now()
+        guard wakeTime - now > Self.sleepHorizon else { return false }
+        poller.arm(for: wakeTime, now: now)
+        return true
+    }
+
+    /// How soon a wake-up must be for the loop to poll its way to it instead of sleeping: 20 µs. Arming the timerfd
+    /// for a time that becomes the CPU's earliest timer costs 12–14 µs on a KVM guest (the shared benchmark notes),
+    /// and the timer interrupt and the wake-up after it cost as much again, so sleeping for less than that is slower
+    /// than polling and fires later. A loop with timers this dense (a backlog of due timers, a 10 µs repeating timer)
+    /// polls `epoll_wait` without blocking until the time comes; descriptors and other threads' work are still seen
+    /// on every poll. CF always sleeps.
+    static let sleepHorizon: Int64 = 20_000
+
+    /// Step 9a: fires the running mode's due timers and callbacks, in order of latest fire time (fire time when no
+    /// tolerance), then of scheduling.
+    ///
+    /// Due timers and callbacks of modes not running are parked until one of their modes runs. A repeating timer is
+    /// put back on its grid after its handler; a one-shot timer is invalidated. Everything due when the pass looked
+    /// fires in this pass; what a handler schedules for now waits for the next one.
+    func fireDueTimers() {
+        guard let state = runStack.mode else { return }
+        let nextTimer = timerTable.heap.first?.fireTime ?? .max
+        let nextCallback = timerTable.callbacks.first?.fireTime ?? .max
+        guard min(nextTimer, nextCallback) != .max else { return }
+        let now = MonotonicClock.now()
+        guard min(nextTimer, nextCallback) <= now else { return }
+        var due = scratch.timers.take()
+        if nextTimer <= now { takeDueTimers(before: now, in: state, into: &due) }
+        var dueCallbacks = scratch.callbacks.take()
+        while let first = timerTable.callbacks.first, first.fireTime <= now {
+            let entry = timerTable.callbacks.takeFirstAsDue()
+            if callbackRuns(modeID: timerTable.callbacks.modeID(ofSlot: entry.slot), in: state) {
+                dueCallbacks.append(entry)
+            } else {
+                timerTable.callbacks.park(entry)
+            }
+        }
+        // Both lists are in heap order: merge them, so timers and callbacks fire in one order.
+        var timerIndex = 0
+        var callbackIndex = 0
+        while timerIndex < due.count || callbackIndex < dueCallbacks.count {
+            if callbackIndex < dueCallbacks.count,
+                timerIndex == due.count || dueCallbacks[callbackIndex].precedes(due[timerIndex])
+            {
+                fire(dueCallbacks[callbackIndex])
+                callbackIndex += 1
+            } else {
+                fire(due[timerIndex], in: state)
+                timerIndex += 1
+            }
+        }
+        scratch.timers.give(&due)
+        scratch.callbacks.give(&dueCallbacks)
+    }
+
+    private func takeDueTimers(before now: Int64, in state: ModeState, into due: inout [LoopTimer]) {
+        while let timer = timerTable.heap.first, timer.fireTime <= now {
+            timerTable.heap.remove(timer)
+            if timer.isIn(modeID: state.id) {
+                timer.state = .due
+                due.append(timer)
+            } else {
+                timer.state = .parked
+                timerTable.parked.append(timer)
+            }
+        }
+    }
+
+    private func fire(_ timer: LoopTimer, in state: ModeState) {
+        guard timer.state == .due else { return }  // Rescheduled, removed or invalidated meanwhile.
+        guard timer.isValid else {
+            timer.state = .idle
+            return
+        }
+        // An earlier handler of this pass took the timer out of the running mode but not out of all its modes
+        // (CF fires it anyway): it waits, due, for one of its modes to run.
+        guard timer.isIn(modeID: state.id) else {
+            timer.state = .parked
+            timerTable.parked.append(timer)
+            return
+        }
+        timer.state = .firing
+        timer.handler(timer)
+        guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
+        if !timer.repeats {
+            timer.state = .idle
+            // `invalidate()` without its trip through the any-thread path: this is the loop's thread.
+            if timer.markInvalid() { detachNow(.timer(timer)) }
+        } else if !timer.isInAnyMode {
+            timer.state = .idle
+        } else {
+            timer.fireTime = nextGridTime(after: timer.fireTime, interval: timer.intervalNanoseconds)
+            schedule(timer)
+        }
+    }
+
+    /// Runs a due callback unless an earlier handler of this pass cancelled it; its slot is free before it runs.
+    private func fire(_ entry: CallbackTimers.Entry) {
+        var callback: CallbackTimers.Stored?
+        guard let slot = timerTable.callbacks.takeForFiring(entry, callback: &callback), let callback else { return }
+        callbackEnded(slot)
+        callback.run()
+    }
+
+    /// The first time on `fired + k * interval` (k >= 1) that is later than now: missed fire times are skipped.
+    private func nextGridTime(after fired: Int64, interval: Int64) -> Int64 {
+        let now = MonotonicClock.now()
+        guard fired <= now else { return fired.addingSaturating(interval) }
+        let missed = (now - fired) / interval + 1
+        let (offset, overflow) = missed.multipliedReportingOverflow(by: interval)
+        return overflow ? .max : fired.addingSaturating(offset)
+    }
+
+    func insertCallback(
+        fireTime: Int64,
+        tolerance: Int64,
+        mode: Mode,
+        remoteID: UInt64,
+        _ callback: @escaping @Sendable () -> Void
+    ) -> (slot: Int32, generation: UInt32) {
+        let modeID: Int32
+        if mode == .default {
+            modeID = 0  // The loop's first mode, made with it.
+        } else if mode == .common {
+            modeID = CallbackTimers.commonModeID
+        } else {
+            modeID = Int32(self.mode(named: mode).id)
+        }
+        countCallback(inMode: modeID, by: 1)
+        let sequence = timerTable.takeSequence()
+        return timerTable.callbacks.insert(
+            fireTime: fireTime, latestFireTime: fireTime.addingSaturating(tolerance), sequence: sequence,
+            modeID: modeID,
+            remoteID: remoteID, callback: callback)
+    }
+
+    func slotAndGeneration(of callback: ScheduledCallback) -> (Int32, UInt32)? {
+        if callback.slot >= 0 { return (callback.slot, UInt32(truncatingIfNeeded: callback.key)) }
+        guard let found = timerTable.remoteCallbacks[callback.key] else { return nil }
+        return (found.slot, found.generation)
+    }
+
+    func cancelNow(_ callback: ScheduledCallback) {
+        guard let (slot, generation) = slotAndGeneration(of: callback) else { return }
+        var released: CallbackTimers.Stored?
+        guard let state = timerTable.callbacks.cancel(slot: slot, generation: generation, released: &released) else {
+            return
+        }
+        callbackEnded(state)
+        // `released` goes out of scope here, after the table is consistent again.
+    }
+
+    /// Books a callback's end (fired or cancelled): its mode's keep-alive count, and its remote id.
+    func callbackEnded(_ state: CallbackTimers.Slot) {
+        countCallback(inMode: state.modeID, by: -1)
+        if state.remoteID != 0 { timerTable.remoteCallbacks[state.remoteID] = nil }
+    }
+
+    /// Scheduled callbacks keep runs of their mode going: they count in its keep-alive count (or, for the common
+    /// modes, in ``commonCallbackCount``).
+    private func countCallback(inMode modeID: Int32, by delta: Int) {
+        if modeID == CallbackTimers.commonModeID {
+            timerTable.commonCallbackCount += delta
+        } else {
+            modeTable.list[Int(modeID)].adjustKeepAliveCount(by: delta)
+        }
+    }
+
+    /// Whether the callback of mode `modeID` may fire in a run of `state`.
+    func callbackRuns(modeID: Int32, in state: ModeState) -> Bool {
+        modeID == CallbackTimers.commonModeID ? state.isCommon : modeID == Int32(state.id)
+    }
+}
