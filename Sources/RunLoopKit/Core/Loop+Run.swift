@@ -1,10 +1,25 @@
 import Synchronization
 
 extension Loop {
-    /// Runs the loop in the default mode until it is stopped or the mode has no sources, descriptor sources,
-    /// timers or pending blocks left. Loop thread only.
+    /// Runs the loop in the default mode until it is stopped or nothing keeps the mode alive: no source,
+    /// descriptor source, timer or one-shot callback that keeps runs alive, and no block queued for it. Loop thread
+    /// only (traps otherwise).
     ///
     /// Like `CFRunLoopRun`: stopping ends it (unlike Foundation's `RunLoop.run()`, which only an empty mode ends).
+    ///
+    /// On the main thread, where ``current`` is ``main``: the main loop serves Dispatch's main queue (and with it
+    /// `@MainActor` work), which by default keeps this run going until ``stop()``, as `CFRunLoopRun()` on the main
+    /// thread never finishes. That is what an app needs: a `Task { @MainActor in … }` awaiting another thread's reply
+    /// must not see the program end under it. A script or daemon whose work is all in the loop's items sets
+    /// ``mainQueueKeepsRunAlive`` to `false` first, and this run then returns once those items are done (after
+    /// serving main-queue work still queued):
+    ///
+    /// ```swift
+    /// let loop = Loop.main
+    /// loop.mainQueueKeepsRunAlive = false  // A script: end when the timer below is done.
+    /// try loop.add(try LoopTimer(after: .milliseconds(10)) { _ in print("tick") })
+    /// loop.run()  // Returns after "tick".
+    /// ```
     public func run() {
         preconditionOnLoopThread("run()")
         while true {

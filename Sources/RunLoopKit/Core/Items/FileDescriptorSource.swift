@@ -12,8 +12,8 @@ import Synchronization
 /// The source does not own the descriptor: invalidate the source before closing the descriptor. If the
 /// descriptor is closed anyway and its number reused, the old source never sees the new descriptor's events.
 ///
-/// Threading: ``invalidate()``, ``LoopItem/isValid`` and ``events`` (get and set) are safe from any thread; the handler runs on
-/// the loop's thread. A source belongs to at most one loop, in any number of its modes.
+/// Threading: ``invalidate()``, ``LoopItem/isValid`` and ``events`` (get and set) are safe from any thread; the handler
+/// runs on the loop's thread. A source belongs to at most one loop, in any number of its modes.
 public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unchecked: loop-thread confined state.
     /// Readiness conditions.
     public struct Events: OptionSet, Hashable, Sendable, CustomStringConvertible {
@@ -166,8 +166,9 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
 
     /// Whether this descriptor source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for
     /// one that should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run
-    /// whose mode holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another thread
-    /// it takes effect at the loop's next pass.
+    /// whose mode holds only such items returns ``Loop/RunResult/finished`` (on ``Loop/main``, once
+    /// ``Loop/mainQueueKeepsRunAlive`` is `false`: by default the main queue keeps the main loop's runs going). Safe
+    /// from any thread; from another thread it takes effect at the loop's next pass.
     public var keepsRunAlive: Bool {
         get { keepsRunAliveRequested.load(ordering: .relaxed) }
         set { requestKeepsRunAlive(newValue, for: .descriptor(self)) }

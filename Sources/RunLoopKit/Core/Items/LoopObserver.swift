@@ -3,8 +3,8 @@
 /// Among observers of the same activity the loop calls lower ``order`` first (equal orders in the order they
 /// were added). Observers alone never keep a mode running: a mode with only observers is empty.
 ///
-/// Threading: ``invalidate()`` and ``LoopItem/isValid`` are safe from any thread; the handler runs on the loop's thread.
-/// An observer belongs to at most one loop.
+/// Threading: ``invalidate()`` and ``LoopItem/isValid`` are safe from any thread; the handler runs on the loop's
+/// thread. An observer belongs to at most one loop.
 public final class LoopObserver: LoopItem, @unchecked Sendable {  // Unchecked: `isFiring` is loop-thread confined.
     /// The activities the observer is called at.
     public let activities: Loop.Activity

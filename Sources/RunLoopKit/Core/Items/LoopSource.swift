@@ -5,8 +5,8 @@ import Synchronization
 /// Signals coalesce: however many ``signal()`` calls arrive before the loop gets to the source, its perform
 /// handler runs once. Among several signalled sources the loop performs lower ``order`` first, then earlier signals.
 ///
-/// Threading: ``signal()``, ``invalidate()`` and ``LoopItem/isValid`` are safe from any thread. All three handlers run on
-/// the loop's thread. A source belongs to at most one loop (it may sit in several of that loop's modes).
+/// Threading: ``signal()``, ``invalidate()`` and ``LoopItem/isValid`` are safe from any thread. All three handlers run
+/// on the loop's thread. A source belongs to at most one loop (it may sit in several of that loop's modes).
 ///
 /// Differences from CF: ``signal()`` also wakes the loop if it sleeps (CF needs a separate `CFRunLoopWakeUp`),
 /// and the schedule and cancel handlers run on the loop's thread (CF runs them on whichever thread adds or
@@ -81,8 +81,9 @@ public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: se
 
     /// Whether this source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one that
     /// should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run whose mode
-    /// holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another thread it takes
-    /// effect at the loop's next pass.
+    /// holds only such items returns ``Loop/RunResult/finished`` (on ``Loop/main``, once
+    /// ``Loop/mainQueueKeepsRunAlive`` is `false`: by default the main queue keeps the main loop's runs going). Safe
+    /// from any thread; from another thread it takes effect at the loop's next pass.
     public var keepsRunAlive: Bool {
         get { keepsRunAliveRequested.load(ordering: .relaxed) }
         set { requestKeepsRunAlive(newValue, for: .source(self)) }

@@ -7,8 +7,8 @@ import Synchronization
 /// fire times were missed (a long callout, a mode that was not running) fires once and then keeps to its
 /// original grid: missed times are skipped, never piled up. A one-shot timer is invalidated after it fires.
 ///
-/// Threading: ``setNextFireTime(_:)``, ``invalidate()``, ``nextFireTime`` and ``LoopItem/isValid`` are safe from any thread;
-/// the handler runs on the loop's thread. A timer belongs to at most one loop, in any number of its modes.
+/// Threading: ``setNextFireTime(_:)``, ``invalidate()``, ``nextFireTime`` and ``LoopItem/isValid`` are safe from any
+/// thread; the handler runs on the loop's thread. A timer belongs to at most one loop, in any number of its modes.
 ///
 /// Differences from CF: the tolerance is honoured (CF on Linux ignores it), and re-arming from inside the
 /// handler also works for a one-shot timer (CF ignores it there).
@@ -113,8 +113,9 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
 
     /// Whether this timer keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one that
     /// should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run whose mode
-    /// holds only such items returns ``Loop/RunResult/finished``. Safe from any thread; from another thread it takes
-    /// effect at the loop's next pass.
+    /// holds only such items returns ``Loop/RunResult/finished`` (on ``Loop/main``, once
+    /// ``Loop/mainQueueKeepsRunAlive`` is `false`: by default the main queue keeps the main loop's runs going). Safe
+    /// from any thread; from another thread it takes effect at the loop's next pass.
     public var keepsRunAlive: Bool {
         get { keepsRunAliveRequested.load(ordering: .relaxed) }
         set { requestKeepsRunAlive(newValue, for: .timer(self)) }
