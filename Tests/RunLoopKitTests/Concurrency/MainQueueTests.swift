@@ -6,6 +6,7 @@ import Testing
 @Suite struct MainQueueTests {
     @Test func mainQueueWorkFromAnotherThreadWakesTheSleepingMainLoop() throws {
         let figures = try MainLoopCheck.run("wake")
+        TestFigures.report("[main-loop-check] wake:\(figures)")
         // Generous: the figure itself goes in Docs; the test only rules out "woken by something else, later".
         #expect(try MainLoopCheck.value("wake_median_us", in: figures) < 100_000)
     }
