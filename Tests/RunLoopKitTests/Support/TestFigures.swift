@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// The figures tests measure (reliability counts, latencies, pass costs) for the notes and Docs to quote. A plain
 /// `swift test` prints test results only; the figures are printed when asked for:
@@ -16,5 +17,15 @@ enum TestFigures {
         guard enabled else { return }
         let text = text()
         print(text.hasSuffix("\n") ? String(text.dropLast()) : text)
+    }
+
+    /// What an exit test's child process wrote to its standard output, captured by the runner: its figures passed on
+    /// (``report(_:)``, without the `verdict: ok` lines), and the whole text answered, so that the expectation judging
+    /// the child can show it when it fails.
+    static func childOutput(_ result: ExitTest.Result?) -> String {
+        let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+        let figures = output.split(separator: "\n").filter { $0 != "verdict: ok" }
+        if !figures.isEmpty { report(figures.joined(separator: "\n")) }
+        return output
     }
 }
