@@ -11,44 +11,34 @@ import Testing
         #expect(try MainLoopCheck.value("wake_median_us", in: figures) < 100_000)
     }
 
-    @Test func mainActorFunctionAwaitedFromADetachedTaskRunsOnTheMainLoop() throws {
-        _ = try MainLoopCheck.run("main-actor")
+    /// A `main-loop-check` scenario that checks itself in the child and answers "PASS" only if all it shows held.
+    struct Scenario: Sendable, CustomTestStringConvertible {
+        /// The executable's argument.
+        let name: String
+        /// What the scenario shows.
+        let shows: String
+
+        var testDescription: String { "\(name): \(shows)" }
     }
 
-    @Test func nothingIsServedInAModeThatIsNotCommon() throws {
-        _ = try MainLoopCheck.run("non-common-mode")
-    }
+    static let scenarios = [
+        Scenario(name: "main-actor", shows: "a main-actor function awaited from a detached task runs on the main loop"),
+        Scenario(name: "non-common-mode", shows: "nothing is served in a mode that is not common"),
+        Scenario(name: "fifo", shows: "main-queue work runs in order"),
+        Scenario(name: "stress", shows: "a hundred thousand items from four threads run exactly once"),
+        Scenario(name: "nested-run", shows: "a run nested in main-queue work does not drain it again"),
+        Scenario(name: "handled-source", shows: "draining the main queue counts as a handled source"),
+        Scenario(
+            name: "script-ends",
+            shows: "a script's main run ends when its items are done if the main queue does not keep it alive"),
+        Scenario(name: "main-task", shows: "a main-actor task started from synchronous main runs inside the main loop"),
+        Scenario(name: "assume-isolated", shows: "a handler on the main loop can assume main-actor isolation"),
+        Scenario(name: "opt-out", shows: "the main loop can ignore the main queue"),
+    ]
 
-    @Test func mainQueueWorkRunsInOrder() throws {
-        _ = try MainLoopCheck.run("fifo")
-    }
-
-    @Test func hundredThousandItemsFromFourThreadsRunExactlyOnce() throws {
-        _ = try MainLoopCheck.run("stress")
-    }
-
-    @Test func aRunNestedInMainQueueWorkDoesNotDrainItAgain() throws {
-        _ = try MainLoopCheck.run("nested-run")
-    }
-
-    @Test func drainingTheMainQueueCountsAsAHandledSource() throws {
-        _ = try MainLoopCheck.run("handled-source")
-    }
-
-    @Test func aScriptsMainRunEndsWhenItsItemsAreDoneIfTheMainQueueDoesNotKeepItAlive() throws {
-        _ = try MainLoopCheck.run("script-ends")
-    }
-
-    @Test func aMainActorTaskStartedFromSynchronousMainRunsInsideTheMainLoop() throws {
-        _ = try MainLoopCheck.run("main-task")
-    }
-
-    @Test func aHandlerOnTheMainLoopCanAssumeMainActorIsolation() throws {
-        _ = try MainLoopCheck.run("assume-isolated")
-    }
-
-    @Test func theMainLoopCanIgnoreTheMainQueue() throws {
-        _ = try MainLoopCheck.run("opt-out")
+    @Test(arguments: scenarios)
+    func theScenarioPassesOnTheRealMainThread(_ scenario: Scenario) throws {
+        _ = try MainLoopCheck.run(scenario.name)
     }
 }
 
