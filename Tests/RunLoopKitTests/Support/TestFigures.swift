@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// The figures tests measure (reliability counts, latencies, pass costs) for the notes and Docs to quote. A plain
@@ -12,11 +13,20 @@ enum TestFigures {
     /// Whether figures were asked for (`RUNLOOPKIT_TEST_FIGURES=1`).
     static let enabled = ProcessInfo.processInfo.environment["RUNLOOPKIT_TEST_FIGURES"] == "1"
 
-    /// Prints `text` (one line or several, a final newline optional) when figures were asked for.
+    /// Prints `text` (one line or several, a final newline optional) when figures were asked for: in one `write`
+    /// to standard output, so that the runner's own lines, written at the same time, never split it.
     static func report(_ text: @autoclosure () -> String) {
         guard enabled else { return }
-        let text = text()
-        print(text.hasSuffix("\n") ? String(text.dropLast()) : text)
+        var text = text()
+        if !text.hasSuffix("\n") { text += "\n" }
+        fflush(nil)  // What was printed before goes first.
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return }
+            bytes = bytes.dropFirst(written)
+        }
     }
 
     /// What an exit test's child process wrote to its standard output, captured by the runner: its figures passed on
