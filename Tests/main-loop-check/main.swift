@@ -1,5 +1,5 @@
 // A test executable for what only the process's real main thread can show: Dispatch's main queue and the main
-// actor served by `Loop.main`. Tests/RunLoopKitTests/Concurrency/MainQueueTests.swift runs one scenario per
+// actor served by `Loop.main`. Tests/RunLoopKitTests/Core/MainQueueTests.swift runs one scenario per
 // process and reads the last line: "PASS <scenario> <figures>" (exit 0) or "FAIL <scenario>: <why>" (exit 1).
 import Dispatch
 import Glibc

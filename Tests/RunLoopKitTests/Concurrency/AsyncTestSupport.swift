@@ -98,9 +98,10 @@ enum AsyncSupport {
         return text.split(separator: "\n").filter { $0.hasPrefix("tfd:") }.count
     }
 
-    /// Prints a measured figure, for the report and the docs.
+    /// Reports a measured figure, for the report and the docs (printed under `RUNLOOPKIT_TEST_FIGURES=1`, see
+    /// ``TestFigures``).
     static func report(_ line: String) {
-        print("[async] \(line)")
+        TestFigures.report("[async] \(line)")
     }
 
     /// A loop whose thread has exited (so the loop was torn down).

@@ -85,36 +85,36 @@ import Testing
         #expect(Array(activities.all.prefix(2)) == ["beforeWaiting", "afterWaiting"])
     }
 
-    @Test func wakeUpsSentOnTheLoopThreadWhileAwakeCoalesceIntoOneExtraPass() {
-        let activities = Recorder<String>()
-        let result = Box<Loop.RunResult>()
-        ItemsSupport.onLoopThread { loop in
-            try! loop.add(ItemsSupport.keepAlive())
-            loop.perform { for _ in 0..<10 { loop.wakeUp() } }
-            CoreRunSupport.recordActivities(
-                of: loop, into: activities, activities: [.beforeWaiting, .afterWaiting])
-            result.value = loop.run(in: .default, for: .milliseconds(300))
-        }
-        #expect(result.value == .timedOut)
-        // One pass that did not sleep (the ten wake-ups), then one that slept until the time limit.
-        #expect(activities.all == ["beforeWaiting", "afterWaiting", "beforeWaiting", "afterWaiting"])
+    /// Where the ten wake-ups of a busy loop come from.
+    enum Waker: CaseIterable {
+        /// A block on the loop's own thread.
+        case theLoopThread
+        /// Another thread, while the loop is busy in a block.
+        case anotherThread
     }
 
-    @Test func wakeUpsSentFromAnotherThreadWhileAwakeCoalesceIntoOneExtraPass() {
+    @Test(arguments: Waker.allCases)
+    func wakeUpsSentWhileAwakeCoalesceIntoOneExtraPass(from waker: Waker) {
         let activities = Recorder<String>()
         let result = Box<Loop.RunResult>()
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
             loop.perform {
-                // The loop is busy in this block while another thread sends ten wake-ups.
-                let waker = TestThread { for _ in 0..<10 { loop.wakeUp() } }
-                waker.join()
+                switch waker {
+                case .theLoopThread:
+                    for _ in 0..<10 { loop.wakeUp() }
+                case .anotherThread:
+                    // The loop is busy in this block while another thread sends ten wake-ups.
+                    let waker = TestThread { for _ in 0..<10 { loop.wakeUp() } }
+                    waker.join()
+                }
             }
             CoreRunSupport.recordActivities(
                 of: loop, into: activities, activities: [.beforeWaiting, .afterWaiting])
             result.value = loop.run(in: .default, for: .milliseconds(300))
         }
         #expect(result.value == .timedOut)
+        // One pass that did not sleep (the ten wake-ups), then one that slept until the time limit.
         #expect(activities.all == ["beforeWaiting", "afterWaiting", "beforeWaiting", "afterWaiting"])
     }
 

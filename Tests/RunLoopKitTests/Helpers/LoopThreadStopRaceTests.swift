@@ -46,8 +46,7 @@ import Testing
             totalAccepted += accepted.load(ordering: .relaxed)
             totalRefused += refused.load(ordering: .relaxed)
         }
-        print(
-            "[reliability] stop race: 40 LoopThreads, \(totalAccepted) blocks accepted and run, \(totalRefused) refused"
-        )
+        Reliability.report(
+            "stop race: 40 LoopThreads, \(totalAccepted) blocks accepted and run, \(totalRefused) refused")
     }
 }

@@ -41,27 +41,21 @@ private struct PhaseFixture {
 }
 
 @Suite struct PhaseTaskTests {
-    @Test func nextPassBeginsFromAnotherThreadWakesTheLoopAndRunsAfterWaiting() throws {
-        let fixture = try PhaseFixture(name: "pt-wake")
+    /// A task scheduled from another thread for a sleeping loop wakes it and runs on its thread, at its phase's
+    /// activity: the next pass begins after afterWaiting, the current pass ends at beforeWaiting.
+    @Test(arguments: [(LoopPhase.nextPassBegins, "afterWaiting"), (.currentPassEnds, "beforeWaiting")])
+    func aTaskFromAnotherThreadWakesTheLoopAndRunsAtItsPhase(_ phase: LoopPhase, after activity: String) throws {
+        let fixture = try PhaseFixture(name: "pt-\(phase)")
         defer { fixture.stop() }
         #expect(waitUntil { fixture.worker.loop.isWaiting })
         let onWorker = Box<Bool>()
-        fixture.scheduler.schedule(at: .nextPassBegins) {
+        fixture.scheduler.schedule(at: phase) {
             onWorker.value = Loop.current === fixture.worker.loop
-            fixture.events.append("task:next")
+            fixture.events.append("task:phase")
         }
-        #expect(waitUntil { fixture.index(of: "next") != nil })
-        #expect(fixture.activity(before: "next") == "afterWaiting")
+        #expect(waitUntil { fixture.index(of: "phase") != nil })
+        #expect(fixture.activity(before: "phase") == activity)
         #expect(onWorker.value == true)
-    }
-
-    @Test func currentPassEndsFromAnotherThreadRunsBeforeWaiting() throws {
-        let fixture = try PhaseFixture(name: "pt-end")
-        defer { fixture.stop() }
-        #expect(waitUntil { fixture.worker.loop.isWaiting })
-        fixture.scheduler.schedule(at: .currentPassEnds, fixture.task("end"))
-        #expect(waitUntil { fixture.index(of: "end") != nil })
-        #expect(fixture.activity(before: "end") == "beforeWaiting")
     }
 
     @Test func idleFromAnotherThreadWakesTheLoopAndRunsOnceWhenTheWokenPassEnds() throws {

@@ -81,8 +81,7 @@ struct ForkTests {
             print(outcome.value == 0 ? "verdict: ok" : "verdict: FAILED \(outcome.value!)")
             exit(0)
         }
-        let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-        print(output, terminator: "")
+        let output = TestFigures.childOutput(result)
         #expect(output.contains("verdict: ok"), "\(output)")
     }
 
@@ -114,8 +113,7 @@ struct ForkTests {
             print(trapped ? "verdict: ok" : "verdict: FAILED \(text.prefix(400))")
             exit(0)
         }
-        let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-        print(output, terminator: "")
+        let output = TestFigures.childOutput(result)
         #expect(output.contains("verdict: ok"), "\(output)")
     }
 }
@@ -142,8 +140,7 @@ struct ForkTests {
             print(ok ? "verdict: ok" : "verdict: FAILED (flagged \(flagged), listing \(listing))")
             exit(0)
         }
-        let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-        print(output, terminator: "")
+        let output = TestFigures.childOutput(result)
         #expect(output.contains("verdict: ok"), "\(output)")
     }
 }

@@ -8,20 +8,30 @@ import Testing
         String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
     }
 
-    @Test func runningAnotherThreadsLoopTraps() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let running = ItemsSupport.startRunningLoop()
-            running.loop.run(in: .default, for: .zero)
+    /// A run of another thread's loop: with a time limit or unbounded, and what each traps with.
+    enum Run: String, Codable, Sendable, CaseIterable, CustomTestStringConvertible {
+        case timed = "run(in:for:)"
+        case unbounded = "run()"
+
+        var trapMessage: String {
+            switch self {
+            case .timed: "must be called on the loop's own thread"
+            case .unbounded: "Loop.run() must be called on the loop's own thread"
+            }
         }
-        #expect(Self.stderrText(result).contains("must be called on the loop's own thread"))
+
+        var testDescription: String { rawValue }
     }
 
-    @Test func runningAnotherThreadsLoopUnboundedTraps() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+    @Test(arguments: Run.allCases)
+    func runningAnotherThreadsLoopTraps(_ run: Run) async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [run] in
             let running = ItemsSupport.startRunningLoop()
-            running.loop.run()
+            switch run {
+            case .timed: running.loop.run(in: .default, for: .zero)
+            case .unbounded: running.loop.run()
+            }
         }
-        #expect(Self.stderrText(result).contains("Loop.run() must be called on the loop's own thread"))
+        #expect(Self.stderrText(result).contains(run.trapMessage))
     }
-
 }

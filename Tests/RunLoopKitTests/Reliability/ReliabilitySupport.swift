@@ -29,9 +29,10 @@ enum Reliability {
     /// The fork tests are skipped there; they run in the plain and AddressSanitizer runs.
     static let runningUnderThreadSanitizer: Bool = dlsym(nil, "__tsan_init") != nil
 
-    /// Prints a measured figure, so the last run's numbers can be copied into Docs/Reliability.md.
+    /// Reports a measured figure (printed under `RUNLOOPKIT_TEST_FIGURES=1`, see ``TestFigures``), so the last
+    /// run's numbers can be copied into Docs/Reliability.md.
     static func report(_ line: String) {
-        print("[reliability] \(line)")
+        TestFigures.report("[reliability] \(line)")
     }
 }
 

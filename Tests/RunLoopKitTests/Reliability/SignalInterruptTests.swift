@@ -56,8 +56,7 @@ import Testing
             print(ok ? "verdict: ok" : "verdict: FAILED")
             exit(0)
         }
-        let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-        print(output, terminator: "")
+        let output = TestFigures.childOutput(result)
         #expect(output.contains("verdict: ok"), "\(output)")
     }
 }

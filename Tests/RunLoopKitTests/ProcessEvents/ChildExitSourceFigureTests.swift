@@ -3,9 +3,9 @@ import Glibc
 import RunLoopKit
 import Testing
 
-/// The figures for the docs, printed: child-exit latency, and the pass cost with 1,000 child-exit sources registered.
-/// In the serialized ``ChildExitSourceTests`` suite, since they count pidfds too. Bounds are generous (CI and
-/// sanitizers); the printed numbers are the point.
+/// The figures for the docs, printed under `RUNLOOPKIT_TEST_FIGURES=1` (``TestFigures``): child-exit latency, and the
+/// pass cost with 1,000 child-exit sources registered. In the serialized ``ChildExitSourceTests`` suite, since they
+/// count pidfds too. Bounds are generous (CI and sanitizers); the printed numbers are the point.
 extension ChildExitSourceTests {
     @Test func figureChildExitLatencyFromKillToHandler() {
         let latencies = Recorder<Duration>()
@@ -23,7 +23,7 @@ extension ChildExitSourceTests {
         let sorted = latencies.all.sorted()
         #expect(sorted.count == 50)
         guard sorted.count == 50 else { return }
-        print(
+        TestFigures.report(
             "FIGURE child-exit latency, SIGKILL to handler, 50 children: median \(Self.microseconds(sorted[25])) µs, "
                 + "min \(Self.microseconds(sorted[0])) µs, max \(Self.microseconds(sorted[49])) µs")
         #expect(sorted[25] < .milliseconds(250))
@@ -64,7 +64,7 @@ extension ChildExitSourceTests {
         let ready = readyPasses.all.sorted()
         #expect(ready.count == 21)
         guard let none = withNone.value, let thousand = withThousand.value, ready.count == 21 else { return }
-        print(
+        TestFigures.report(
             "FIGURE pass cost (one signalled LoopSource handled per pass): \(Self.nanoseconds(none)) ns with no "
                 + "child-exit source, \(Self.nanoseconds(thousand)) ns with 1,000 registered (none ready); "
                 + "a pass handling one ready child exit among 1,000 (waitid ×2, reap, handler): median "

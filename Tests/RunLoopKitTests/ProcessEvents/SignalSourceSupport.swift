@@ -71,10 +71,8 @@ enum SignalSupport {
         return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
     }
 
-    /// The exit test's output, printed again in the runner's log, and whether it says the child finished.
+    /// The exit test's output: its figures and its verdict (the figures passed on by ``TestFigures``).
     static func output(_ result: ExitTest.Result?) -> String {
-        let text = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-        print(text, terminator: "")
-        return text
+        TestFigures.childOutput(result)
     }
 }

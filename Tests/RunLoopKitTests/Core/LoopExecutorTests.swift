@@ -45,23 +45,29 @@ import Testing
         #expect(await actor.entries == (0..<1_000).map { "\($0)" })
     }
 
-    @Test func jobsRunInCommonModesButNotInANonCommonNestedRun() async throws {
-        let worker = try LoopThread(name: "modes")
-        defer { worker.stop() }
-        let actor = LoopBoundRecorder(loop: worker.loop)
-        let observed = try await Self.runsDuringNestedTracking(worker: worker, actor: actor)
-        #expect(observed.jobRanInTracking == false)
-        #expect(observed.log == ["tracking block", "job"])  // The job ran once the nested run returned.
+    /// Whether the mode of the nested run, "tracking", is one of the loop's common modes.
+    enum Tracking: CaseIterable {
+        case notCommon
+        case madeCommon
     }
 
-    @Test func jobsRunInANestedRunOfAModeMadeCommon() async throws {
-        let worker = try LoopThread(name: "common")
+    /// A loop's own executor runs jobs in its common modes: in a nested run of a mode made common, not in a nested run
+    /// of another mode (there the job runs once the nested run returned).
+    @Test(arguments: Tracking.allCases)
+    func jobsRunInANestedRunOnlyIfItsModeIsCommon(tracking: Tracking) async throws {
+        let worker = try LoopThread(name: tracking == .madeCommon ? "common" : "modes")
         defer { worker.stop() }
-        worker.loop.addCommonMode("tracking")
+        if tracking == .madeCommon { worker.loop.addCommonMode("tracking") }
         let actor = LoopBoundRecorder(loop: worker.loop)
         let observed = try await Self.runsDuringNestedTracking(worker: worker, actor: actor)
-        #expect(observed.jobRanInTracking == true)
-        #expect(observed.log == ["job", "tracking block"])
+        switch tracking {
+        case .notCommon:
+            #expect(observed.jobRanInTracking == false)
+            #expect(observed.log == ["tracking block", "job"])  // The job ran once the nested run returned.
+        case .madeCommon:
+            #expect(observed.jobRanInTracking == true)
+            #expect(observed.log == ["job", "tracking block"])
+        }
     }
 
     @Test func aChosenModeSetRunsJobsInEachOfItsModes() async throws {

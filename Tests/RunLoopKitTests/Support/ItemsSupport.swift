@@ -2,7 +2,8 @@ import Glibc
 import RunLoopKit
 import Synchronization
 
-/// Helpers shared by the item tests (sources, descriptor sources, timers).
+/// Helpers every folder's tests use: loop threads that run until finished or run once and exit, short runs until a
+/// condition holds, a far keep-alive timer, a flag, and descriptor numbers no parallel test touches.
 enum ItemsSupport {
     /// Generous slack for scheduling delays on a loaded two-core machine.
     static let slack: Duration = .milliseconds(400)

@@ -435,6 +435,6 @@ import Testing
         }
         thread.join()
         #expect(code.value == .badDescriptor)
-        print("[reliability] closed descriptor: the new loop's epoll set took its number: \(takenByTheLoop.value!)")
+        Reliability.report("closed descriptor: the new loop's epoll set took its number: \(takenByTheLoop.value!)")
     }
 }

@@ -41,7 +41,8 @@ import Testing
             source.invalidate()
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     @Test func aSignalWakesASleepingLoopWithinMilliseconds() async {
@@ -72,7 +73,8 @@ import Testing
             source.invalidate()
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     @Test func twoLoopsOnTwoThreadsAndTwoSourcesOnOneLoopEachSeeEveryDelivery() async {
@@ -103,7 +105,8 @@ import Testing
             sources.forEach { $0.invalidate() }
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     // MARK: Figures
@@ -166,7 +169,8 @@ import Testing
             ready.invalidate()
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     // MARK: Invalidation and dispositions
@@ -210,11 +214,12 @@ import Testing
             running.finish()
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     @Test func theDefaultDispositionComesBackWhenTheLastSourceIsReleased() async {
-        await #expect(processExitsWith: .success) {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             SignalSupport.check(SignalSupport.currentHandlerAddress(SIGHUP) == 0, "SIGHUP not at SIG_DFL")
             do {
                 let source = try! SignalSource(signal: SIGHUP) { _, _ in }
@@ -223,7 +228,10 @@ import Testing
             }
             // Released without invalidate: its deinit withdrew it.
             SignalSupport.check(SignalSupport.currentHandlerAddress(SIGHUP) == 0, "SIG_DFL not restored")
+            print("verdict: ok")
         }
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     /// The loop keeps an added source alive (no reference needed) until it is invalidated or the loop's thread
@@ -259,7 +267,8 @@ import Testing
                 !descriptors.contains { FileDescriptorCalls.isOpen($0) }, "an eventfd stayed open: \(descriptors)")
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     @Test func aHandlerCanInvalidateItsOwnSource() async {
@@ -284,11 +293,12 @@ import Testing
             running.finish()
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     @Test func sigintHandledOnALoopLetsTheProgramExitCleanly() async {
-        await #expect(processExitsWith: .exitCode(0)) {
+        let result = await #expect(processExitsWith: .exitCode(0), observing: [\.standardOutputContent]) {
             SignalSupport.unblock([SIGINT])
             let loop = Loop.current
             let source = try! SignalSource(signal: SIGINT) { source, _ in
@@ -305,13 +315,16 @@ import Testing
             sender.join()
             SignalSupport.check(result == .stopped, "the run ended with \(result), not stopped")
             SignalSupport.check(!source.isValid, "still valid")
+            print("verdict: ok")
             exit(0)
         }
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     /// Docs/Signals.md's graceful-shutdown example, on the test thread's loop instead of the main loop.
     @Test func theShutdownExampleEndsTheRunAndBringsTheDefaultsBack() async {
-        await #expect(processExitsWith: .exitCode(0)) {
+        let result = await #expect(processExitsWith: .exitCode(0), observing: [\.standardOutputContent]) {
             SignalSupport.unblock([SIGTERM, SIGINT])
             let loop = Loop.current
             let shutDown: @Sendable (SignalSource, Int) -> Void = { source, _ in
@@ -333,8 +346,11 @@ import Testing
             for source in sources { source.invalidate() }
             SignalSupport.check(SignalSupport.currentHandlerAddress(SIGTERM) == 0, "SIGTERM not at SIG_DFL")
             SignalSupport.check(SignalSupport.currentHandlerAddress(SIGINT) == 0, "SIGINT not at SIG_DFL")
+            print("verdict: ok")
             exit(0)
         }
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     /// A fork child inherits the handler but never writes to the parent's eventfds (shared kernel objects); its
@@ -363,7 +379,8 @@ import Testing
             source.invalidate()
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     /// Sources created and released during a storm of deliveries: once a source is gone its eventfd is closed, and
@@ -416,7 +433,8 @@ import Testing
             SignalSupport.check(reused > 0, "no descriptor number was reused: the test proves nothing")
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 
     // MARK: Misuse
@@ -474,6 +492,7 @@ import Testing
             other.finish()
             print("verdict: ok")
         }
-        #expect(SignalSupport.output(result).contains("verdict: ok"))
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
     }
 }

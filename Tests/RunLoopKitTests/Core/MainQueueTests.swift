@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+/// Dispatch's main queue and the main actor on `Loop.main`: each scenario of the `main-loop-check` executable
+/// runs in a child process, whose main thread is the real main thread (test functions never run there).
+@Suite struct MainQueueTests {
+    @Test func mainQueueWorkFromAnotherThreadWakesTheSleepingMainLoop() throws {
+        let figures = try MainLoopCheck.run("wake")
+        TestFigures.report("[main-loop-check] wake:\(figures)")
+        // Generous: the figure itself goes in Docs; the test only rules out "woken by something else, later".
+        #expect(try MainLoopCheck.value("wake_median_us", in: figures) < 100_000)
+    }
+
+    /// A `main-loop-check` scenario that checks itself in the child and answers "PASS" only if all it shows held.
+    struct Scenario: Sendable, CustomTestStringConvertible {
+        /// The executable's argument.
+        let name: String
+        /// What the scenario shows.
+        let shows: String
+
+        var testDescription: String { "\(name): \(shows)" }
+    }
+
+    static let scenarios = [
+        Scenario(name: "main-actor", shows: "a main-actor function awaited from a detached task runs on the main loop"),
+        Scenario(name: "non-common-mode", shows: "nothing is served in a mode that is not common"),
+        Scenario(name: "fifo", shows: "main-queue work runs in order"),
+        Scenario(name: "stress", shows: "a hundred thousand items from four threads run exactly once"),
+        Scenario(name: "nested-run", shows: "a run nested in main-queue work does not drain it again"),
+        Scenario(name: "handled-source", shows: "draining the main queue counts as a handled source"),
+        Scenario(
+            name: "script-ends",
+            shows: "a script's main run ends when its items are done if the main queue does not keep it alive"),
+        Scenario(name: "main-task", shows: "a main-actor task started from synchronous main runs inside the main loop"),
+        Scenario(name: "assume-isolated", shows: "a handler on the main loop can assume main-actor isolation"),
+        Scenario(name: "opt-out", shows: "the main loop can ignore the main queue"),
+    ]
+
+    @Test(arguments: scenarios)
+    func theScenarioPassesOnTheRealMainThread(_ scenario: Scenario) throws {
+        _ = try MainLoopCheck.run(scenario.name)
+    }
+}
+
+/// Runs the `main-loop-check` test executable, built next to the test bundle.
+enum MainLoopCheck {
+    /// Runs `scenario` in a child process; answers the figures of its "PASS" line, throws on anything else.
+    static func run(_ scenario: String) throws -> String {
+        let (status, text) = try TestExecutable.run("main-loop-check", arguments: [scenario])
+        let verdict = text.split(separator: "\n").last.map(String.init) ?? ""
+        guard status == 0, verdict.hasPrefix("PASS \(scenario)") else {
+            throw TestExecutable.Failure(description: "\(scenario): exit \(status), output:\n\(text)")
+        }
+        return String(verdict.dropFirst("PASS \(scenario)".count))
+    }
+
+    /// The number after `key=` in `figures`.
+    static func value(_ key: String, in figures: String) throws -> Double {
+        for field in figures.split(separator: " ") where field.hasPrefix("\(key)=") {
+            if let number = Double(field.dropFirst(key.count + 1)) { return number }
+        }
+        throw TestExecutable.Failure(description: "no \(key) in \(figures)")
+    }
+}
