@@ -9,7 +9,7 @@
 /// `UnownedSerialExecutor` does not retain the loop.
 extension Loop: SerialExecutor {
     /// Queues an actor's job to run once on the loop's thread, at the next block point of a pass in one of the
-    /// loop's common modes (steps 3, 5 and 10 of a pass, <doc:PassOrder>), in order with blocks. Called by the
+    /// loop's common modes (the block points of <doc:PassOrder>), in order with blocks. Called by the
     /// concurrency runtime, from any thread.
     ///
     /// Allocates nothing beyond the runtime's job; from another thread it costs a short lock and, only if the loop

@@ -8,10 +8,10 @@ import Synchronization
 /// Threading contract:
 /// - Running (``run()``, ``run(in:for:returnAfterSourceHandled:)``, ``runPass(in:)``) happens only on the loop's
 ///   own thread; anything else is a programming error and traps with a message saying so.
-/// - ``stop()``, ``wakeUp()``, ``isWaiting``, ``currentMode``, `perform(in:_:)`, `add`, `remove`,
+/// - - ``stop()``, ``wakeUp()``, ``isWaiting``, ``currentMode``, `perform(in:_:)`, `add`, `remove`,
 ///   ``addCommonMode(_:)`` and the queries `contains(_:in:)`, ``commonModes`` and ``allModes`` (as CF answers them
-///   under its loop lock; from another thread a consistent snapshot) are safe from any thread. Changes made from another thread take effect on the loop's
-///   thread before its next pass, and a sleeping loop is woken to make them.
+///   under its loop lock; from another thread a consistent snapshot) are safe from any thread. Changes made from
+///   another thread take effect on the loop's thread before its next pass, and a sleeping loop is woken to make them.
 /// - Every callout (source, descriptor source, timer, observer, block, schedule and cancel handlers) runs on the
 ///   loop's thread with no RunLoopKit lock held, so it may call back into the loop, run it nested, or invalidate
 ///   anything, itself included.
@@ -110,6 +110,9 @@ public final class Loop: @unchecked Sendable {
     }
 
     /// The main thread's loop, reachable from any thread (created on first use).
+    ///
+    /// It serves Dispatch's main queue, and with it `@MainActor` work, in its common modes (``servesMainQueue``),
+    /// as CF's main run loop does; by default that keeps its runs going until stopped (``mainQueueKeepsRunAlive``).
     public static var main: Loop { LoopRegistry.main() }
 
     /// Whether this is the main thread's loop. Safe from any thread.

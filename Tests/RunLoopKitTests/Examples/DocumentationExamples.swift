@@ -171,14 +171,23 @@ struct ExampleBuilder: Sendable {
     }
 
     /// The object files to link: the library and its C shims, plus the opt-in async-main product when asked for.
+    ///
+    /// Taken from the link list SwiftPM wrote for a product that links them (the test bundle's own, or
+    /// async-main-check's), not from the folders: a folder keeps the objects of source files renamed or deleted
+    /// since, which would link twice.
     func objects(asyncMain: Bool) throws -> [String] {
         var folders = ["RunLoopKit.build", "CRunLoopShims.build"]
         if asyncMain { folders += ["RunLoopKitAsyncMain.build", "CRunLoopKitAsyncMain.build"] }
+        let product = asyncMain ? "async-main-check" : "RunLoopKitPackageTests"
+        let list = buildFolder.appendingPathComponent("\(product).product/Objects.LinkFileList")
+        guard let text = try? String(contentsOf: list, encoding: .utf8) else {
+            throw Failure(description: "no link list at \(list.path)")
+        }
+        let paths = text.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
         return try folders.flatMap { folder in
-            let url = buildFolder.appendingPathComponent(folder)
-            let objects = try FileManager.default.contentsOfDirectory(atPath: url.path).filter { $0.hasSuffix(".o") }
-            guard !objects.isEmpty else { throw Failure(description: "no object files in \(url.path)") }
-            return objects.sorted().map { url.appendingPathComponent($0).path }
+            let objects = paths.filter { $0.contains("/\(folder)/") && $0.hasSuffix(".o") }
+            guard !objects.isEmpty else { throw Failure(description: "no \(folder) objects in \(list.path)") }
+            return objects.sorted()
         }
     }
 

@@ -98,13 +98,13 @@ struct PendingBlock {
 /// Work other threads hand to a loop: blocks and jobs, and changes to the loop's items (applied on its thread).
 ///
 /// Threading: ``post(_:isClosureBlock:)`` and ``post(change:)`` from any thread; ``takeAll(into:)``,
-/// ``refuseBlocks(into:)`` and ``close(into:)`` on the loop's thread. A mutex-protected queue and array, with an atomic flag,
-/// set and cleared under the mutex, that tells whether anything waits, so the loop looks without locking.
+/// ``refuseBlocks(into:)`` and ``close(into:)`` on the loop's thread. A mutex-protected queue and array, with an atomic
+/// flag, set and cleared under the mutex, that tells whether anything waits, so the loop looks without locking.
 ///
 /// Blocks and changes are kept apart, blocks in a segmented ``BlockQueue``: a batch of blocks is then handed to the
-/// loop whole (relinking its segments), not entry by entry. Each change records how many blocks were posted before it, so the loop applies it
-/// exactly where it was posted among them (a change may queue blocks itself, say from a schedule handler, and
-/// those must follow the blocks posted before the change). Per-producer order is kept.
+/// loop whole (relinking its segments), not entry by entry. Each change records how many blocks were posted before it,
+/// so the loop applies it exactly where it was posted among them (a change may queue blocks itself, say from a schedule
+/// handler, and those must follow the blocks posted before the change). Per-producer order is kept.
 ///
 /// A ``LoopThread`` that stops first refuses further blocks (``refuseBlocks(into:)``); once closed (the loop's
 /// thread is exiting) it refuses everything.

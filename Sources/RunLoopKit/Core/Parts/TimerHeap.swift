@@ -31,8 +31,8 @@ struct TimerHeap {
     /// The timer due first, if any.
     var first: LoopTimer? { entries.first?.timer }
 
-    /// Adds `timer` under its current ``LoopTimer/latestFireTime`` and ``LoopTimer/sequence``, which must not change while it
-    /// is in the heap (reposition by removing and inserting again).
+    /// Adds `timer` under its current ``LoopTimer/latestFireTime`` and ``LoopTimer/sequence``, which must not change
+    /// while it is in the heap (reposition by removing and inserting again).
     mutating func insert(_ timer: LoopTimer) {
         let entry = Entry(
             latestFireTime: timer.latestFireTime, sequence: timer.sequence, reference: .passUnretained(timer))
