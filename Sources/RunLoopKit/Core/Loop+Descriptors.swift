@@ -105,7 +105,7 @@ extension Loop {
     /// a source ready while none of its modes runs is taken out of the epoll set until one does.
     func handleReadyDescriptors(count: Int) -> Bool {
         guard count > 0, let state = runStack.mode else { return false }
-        let buffer = scratch.eventBuffer(depth: runStack.depth)
+        let buffer = scratch.eventBuffers[runStack.depth]  // Made by the wait that reported the events.
         var ready = scratch.readyDescriptors.take()
         for index in 0..<count {
             let tag = buffer[index].data.u64

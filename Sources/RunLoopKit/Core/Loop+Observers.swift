@@ -5,8 +5,15 @@ extension Loop {
     ///
     /// Observers added during the call are not called this time; one whose handler is running (a nested run)
     /// is skipped; one invalidated before its turn is skipped.
+    @inline(__always)
     func notifyObservers(_ activity: Activity) {
+        // Inline, so a pass with no observer of `activity` (most of them) pays a load and a test, not a call.
         guard let state = runStack.mode, state.observedActivities.contains(activity) else { return }
+        callObservers(of: activity, in: state)
+    }
+
+    @inline(never)
+    private func callObservers(of activity: Activity, in state: ModeState) {
         let snapshot = state.observers  // Retains the array; a change during the calls copies it instead.
         for observer in snapshot where observer.activities.contains(activity) {
             guard observer.isValid, !observer.isFiring else { continue }

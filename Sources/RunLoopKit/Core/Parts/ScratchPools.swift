@@ -17,7 +17,14 @@ struct ScratchPools {
     static let eventBufferCapacity = 64
 
     /// The event buffer of the run at `depth`, made on first use.
+    @inline(__always)
     mutating func eventBuffer(depth: Int) -> UnsafeMutableBufferPointer<epoll_event> {
+        if depth < eventBuffers.count { return eventBuffers[depth] }
+        return makeEventBuffers(through: depth)
+    }
+
+    @inline(never)
+    private mutating func makeEventBuffers(through depth: Int) -> UnsafeMutableBufferPointer<epoll_event> {
         while eventBuffers.count <= depth {
             let buffer = UnsafeMutableBufferPointer<epoll_event>.allocate(capacity: Self.eventBufferCapacity)
             buffer.initialize(repeating: epoll_event())
