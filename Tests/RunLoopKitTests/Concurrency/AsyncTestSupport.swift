@@ -57,7 +57,11 @@ enum AsyncSupport {
 
     /// Polls `condition` until it holds or `timeout` passes, suspending (not blocking the thread) between polls,
     /// so the tasks under test get the cooperative pool's threads; answers whether it held. Never a fixed sleep.
-    static func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    ///
+    /// The bound is generous because it returns as soon as the condition holds: under a sanitizer on two cores,
+    /// synchronous tests running beside this one can hold the cooperative pool's threads for tens of seconds, and a
+    /// task under test then starts that late (seen once: 41 s, under ThreadSanitizer, against a 10 s bound).
+    static func eventually(timeout: Duration = .seconds(120), _ condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition() { return true }
