@@ -33,7 +33,7 @@ public enum AsyncMainOnLoop {
 func runMainLoopForAsyncMain() -> Never {
     let loop = Loop.main
     while true {
-        precondition(
+        require(
             loop.servesMainQueue,
             "RunLoopKitAsyncMain: Loop.main.servesMainQueue was turned off, so the async main could never resume")
         loop.run()  // Returns when stopped: the async main still needs the main thread, so serve on.

@@ -71,7 +71,7 @@ final class ReadinessWatch: Sendable {
                 state.phase = .ended(pending: nil)
                 return .resume(pending.map { .failure($0) } ?? .success(nil))
             case .waiting:
-                preconditionFailure(
+                trap(
                     "RunLoopKit: DescriptorReadiness.Iterator.next() called while another next() is pending")
             case .idle:
                 let source = state.source

@@ -62,7 +62,7 @@ extension Loop {
 
     /// Traps for a job enqueued after the loop's thread exited.
     func trapJobForExitedThread() -> Never {
-        fatalError(
+        trap(
             "RunLoopKit: an actor job was enqueued on \(loopDescriptionForTraps), whose thread has exited: the "
                 + "actor's loop thread is gone and the job must not run on another thread (a programming error: keep "
                 + "the thread, e.g. its LoopThread, alive while its actors are used; called from thread "
@@ -73,7 +73,7 @@ extension Loop {
     func preconditionIsolatedToLoopThread() {
         guard !isCurrent else { return }
         let caller = ThreadIdentity.describe(ThreadIdentity.currentThreadID())
-        fatalError(
+        trap(
             createdBeforeFork
                 ? ForkGuard.message
                 : "RunLoopKit: code isolated to an actor on \(loopDescriptionForTraps) ran on \(caller), not on the "

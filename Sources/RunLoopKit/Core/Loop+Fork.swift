@@ -21,7 +21,7 @@ enum ForkGuard {
     private static let installed: Bool = {
         _ = LoopRegistry.key  // Created now, so the child handler never runs its one-time initialiser.
         let status = pthread_atfork(nil, nil) { ForkGuard.childAfterFork() }
-        precondition(status == 0, "RunLoopKit: pthread_atfork failed (\(status))")
+        require(status == 0, "RunLoopKit: pthread_atfork failed (\(status))")
         return true
     }()
 

@@ -71,7 +71,7 @@ extension Loop {
         do {
             try poller.register(descriptor, events: [.input, .edgeTriggered], tag: Poller.mainQueueTag)
         } catch {
-            fatalError("RunLoopKit: cannot watch Dispatch's main-queue eventfd \(descriptor): \(error)")
+            trap("RunLoopKit: cannot watch Dispatch's main-queue eventfd \(descriptor): \(error)")
         }
         mainQueue.descriptor = descriptor
         // Work queued before: the eventfd is readable already, and adding it to the set reports it at once.
@@ -88,7 +88,7 @@ extension Loop {
         do {
             return try Poll.isReadable(descriptor)
         } catch {
-            fatalError("RunLoopKit: cannot poll Dispatch's main-queue eventfd \(descriptor): \(error)")
+            trap("RunLoopKit: cannot poll Dispatch's main-queue eventfd \(descriptor): \(error)")
         }
     }
 

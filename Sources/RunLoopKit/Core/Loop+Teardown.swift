@@ -39,7 +39,7 @@ extension Loop {
     func trapOnQueuedJobs() {
         let jobs = blocks.count { $0.job != nil }
         guard jobs > 0 else { return }
-        fatalError(
+        trap(
             "RunLoopKit: the thread of \(loopDescriptionForTraps) exited with \(jobs) actor job(s) still queued; "
                 + "they can never run (an actor on a loop needs its thread: run the loop, or keep its LoopThread, "
                 + "until the actor's work is done)")

@@ -96,7 +96,7 @@ public final class Loop: @unchecked Sendable {
         do {
             return try LoopRegistry.current()
         } catch {
-            fatalError("RunLoopKit: cannot create the calling thread's loop: \(error)")
+            trap("RunLoopKit: cannot create the calling thread's loop: \(error)")
         }
     }
 
@@ -186,7 +186,7 @@ public final class Loop: @unchecked Sendable {
 
     /// Traps unless the caller is the loop's thread, naming the misused call.
     func preconditionOnLoopThread(_ call: StaticString = #function) {
-        precondition(
+        require(
             isCurrent,
             createdBeforeFork
                 ? ForkGuard.message

@@ -18,7 +18,7 @@ enum LoopRegistry {
             let loop = Unmanaged<Loop>.fromOpaque(pointer).takeRetainedValue()
             loop.tearDownOnThreadExit()
         }
-        precondition(status == 0, "RunLoopKit: pthread_key_create failed (\(status))")
+        require(status == 0, "RunLoopKit: pthread_key_create failed (\(status))")
         return key
     }()
 
@@ -59,7 +59,7 @@ enum LoopRegistry {
         do {
             return try mainThrowing()
         } catch {
-            fatalError("RunLoopKit: cannot create the main thread's loop: \(error)")
+            trap("RunLoopKit: cannot create the main thread's loop: \(error)")
         }
     }
 
@@ -77,7 +77,7 @@ enum LoopRegistry {
     private static func install(_ loop: Loop) {
         let pointer = Unmanaged.passRetained(loop).toOpaque()
         let status = pthread_setspecific(key, pointer)
-        precondition(status == 0, "RunLoopKit: pthread_setspecific failed (\(status))")
+        require(status == 0, "RunLoopKit: pthread_setspecific failed (\(status))")
         crunloop_set_current_loop(pointer)
     }
 }

@@ -13,7 +13,7 @@ extension LoopThread {
         init() {
             semaphore = .allocate(capacity: 1)
             let status = sem_init(semaphore, 0, 0)
-            precondition(status == 0, "RunLoopKit: sem_init failed (errno \(errno))")
+            require(status == 0, "RunLoopKit: sem_init failed (errno \(errno))")
         }
 
         deinit {
@@ -24,7 +24,7 @@ extension LoopThread {
         /// Adds one to the count, waking a waiter. The corresponding C call is `sem_post(3)`.
         func post() {
             let status = sem_post(semaphore)
-            precondition(status == 0, "RunLoopKit: sem_post failed (errno \(errno))")
+            require(status == 0, "RunLoopKit: sem_post failed (errno \(errno))")
         }
 
         /// Waits until the count is positive, then takes one; retries on `EINTR`. The corresponding C call is
@@ -32,7 +32,7 @@ extension LoopThread {
         func wait() {
             while sem_wait(semaphore) != 0 {
                 let error = errno
-                precondition(error == EINTR, "RunLoopKit: sem_wait failed (errno \(error))")
+                require(error == EINTR, "RunLoopKit: sem_wait failed (errno \(error))")
             }
         }
     }

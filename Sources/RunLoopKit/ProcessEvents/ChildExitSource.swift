@@ -164,7 +164,7 @@ public final class ChildExitSource: Sendable {
         do {
             guard try PidFD.peek(pidfd) != nil else { return }  // Not exited after all: keep watching.
         } catch {
-            guard error.errno == ECHILD else { Self.trap(error) }  // ECHILD: reaped elsewhere, so exited.
+            guard error.errno == ECHILD else { Self.trapOnWaitFailure(error) }  // ECHILD: reaped elsewhere, so exited.
         }
         let claimed = registration.withLock { state -> FileDescriptorSource? in
             defer { state = .finished }
@@ -176,15 +176,15 @@ public final class ChildExitSource: Sendable {
         do {
             status = try PidFD.reap(pidfd).map(ChildExitStatus.init) ?? .reapedElsewhere
         } catch {
-            guard error.errno == ECHILD else { Self.trap(error) }
+            guard error.errno == ECHILD else { Self.trapOnWaitFailure(error) }
             status = .reapedElsewhere
         }
         handler(self, status)
     }
 
     /// `waitid` on our own pidfd can only fail with `ECHILD` once `init` has checked it; anything else is a bug.
-    private static func trap(_ error: SystemError) -> Never {
-        preconditionFailure("RunLoopKit: waitid on a child-exit source's pidfd: \(error)")
+    private static func trapOnWaitFailure(_ error: SystemError) -> Never {
+        trap("RunLoopKit: waitid on a child-exit source's pidfd: \(error)")
     }
 
     // MARK: Errors

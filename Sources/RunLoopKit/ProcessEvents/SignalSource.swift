@@ -136,7 +136,7 @@ public final class SignalSource: Sendable {
         do {
             count = try EventFD.take(eventDescriptor)
         } catch {
-            preconditionFailure("RunLoopKit: reading a signal source's eventfd failed: \(error)")
+            trap("RunLoopKit: reading a signal source's eventfd failed: \(error)")
         }
         guard count > 0 else { return }
         handler(self, Int(clamping: count))

@@ -20,7 +20,7 @@ final class Locked<Value> {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         let status = pthread_mutex_init(mutex, nil)
-        precondition(status == 0, "RunLoopKit: pthread_mutex_init failed (\(status))")
+        require(status == 0, "RunLoopKit: pthread_mutex_init failed (\(status))")
     }
 
     deinit {

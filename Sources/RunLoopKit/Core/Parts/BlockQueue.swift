@@ -116,7 +116,7 @@ struct BlockQueue {
 
     /// Gives the empty segment an empty queue kept back to `pool`.
     mutating func releaseSegment(to pool: BlockSegmentPool) {
-        precondition(isEmpty, "RunLoopKit: internal error: releasing the segment of a queue that is not empty")
+        require(isEmpty, "RunLoopKit: internal error: releasing the segment of a queue that is not empty")
         if let head { pool.give(head) }
         head = nil
         tail = nil

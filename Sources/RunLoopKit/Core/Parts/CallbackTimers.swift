@@ -214,10 +214,10 @@ struct CallbackTimers {
     /// Traps if any parent sorts after a child or a slot's position is stale. For tests.
     func checkInvariants() {
         for (index, entry) in heap.enumerated() {
-            precondition(slots[Int(entry.slot)].place == Int32(index), "callback heap position is stale")
-            if index > 0 { precondition(!entry.precedes(heap[(index - 1) / 4]), "callback heap order is broken") }
+            require(slots[Int(entry.slot)].place == Int32(index), "callback heap position is stale")
+            if index > 0 { require(!entry.precedes(heap[(index - 1) / 4]), "callback heap order is broken") }
         }
-        for entry in parked { precondition(slots[Int(entry.slot)].place == Place.parked, "parked callback misplaced") }
-        precondition(count == slots.count - freeSlots.count, "callback count is off")
+        for entry in parked { require(slots[Int(entry.slot)].place == Place.parked, "parked callback misplaced") }
+        require(count == slots.count - freeSlots.count, "callback count is off")
     }
 }

@@ -91,7 +91,7 @@ final class Poller: Sendable {
             do {
                 try EventFD.signal(wakeUpDescriptor)
             } catch {
-                fatalError("RunLoopKit: writing the loop's wake-up eventfd failed: \(error)")
+                trap("RunLoopKit: writing the loop's wake-up eventfd failed: \(error)")
             }
         }
     }
@@ -131,7 +131,7 @@ final class Poller: Sendable {
                 // epoll cannot watch, such as a regular file, so it cannot be in the set).
                 return
             } catch {
-                fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
+                trap("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
             }
         }
     }
@@ -147,7 +147,7 @@ final class Poller: Sendable {
         } catch let error where error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM {
             return  // Closed meanwhile (EPERM: number reused by a regular file): ``resume`` will fail and say so.
         } catch {
-            fatalError("RunLoopKit: epoll_ctl(EPOLL_CTL_MOD) on the loop's own set failed: \(error)")
+            trap("RunLoopKit: epoll_ctl(EPOLL_CTL_MOD) on the loop's own set failed: \(error)")
         }
     }
 
@@ -172,7 +172,7 @@ final class Poller: Sendable {
         do {
             count = try Epoll.wait(epoll, into: buffer, timeoutMilliseconds: block ? -1 : 0)
         } catch {
-            fatalError("RunLoopKit: epoll_wait on the loop's own set failed: \(error)")
+            trap("RunLoopKit: epoll_wait on the loop's own set failed: \(error)")
         }
         return count
     }
@@ -196,7 +196,7 @@ final class Poller: Sendable {
         do {
             try TimerFD.arm(timerDescriptor, atMonotonicNanoseconds: deadline)
         } catch {
-            fatalError("RunLoopKit: timerfd_settime on the loop's own timerfd failed: \(error)")
+            trap("RunLoopKit: timerfd_settime on the loop's own timerfd failed: \(error)")
         }
         armedDeadline = deadline
     }

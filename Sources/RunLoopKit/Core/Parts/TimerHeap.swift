@@ -47,7 +47,7 @@ struct TimerHeap {
     /// Removes `timer`, which must be in this heap.
     mutating func remove(_ timer: LoopTimer) {
         let index = timer.heapIndex
-        precondition(
+        require(
             index >= 0 && index < entries.count
                 && entries[index].reference.toOpaque() == Unmanaged.passUnretained(timer).toOpaque(),
             "timer is not in this heap")
@@ -63,12 +63,12 @@ struct TimerHeap {
     /// Traps if any parent sorts after a child, an index is stale or a key copy is out of date. For tests.
     func checkInvariants() {
         for (index, entry) in entries.enumerated() {
-            precondition(entry.timer.heapIndex == index, "timer heap index is stale")
-            precondition(
+            require(entry.timer.heapIndex == index, "timer heap index is stale")
+            require(
                 entry.latestFireTime == entry.timer.latestFireTime && entry.sequence == entry.timer.sequence,
                 "timer key changed while in the heap")
             if index > 0 {
-                precondition(!entry.precedes(entries[(index - 1) / 4]), "timer heap order is broken")
+                require(!entry.precedes(entries[(index - 1) / 4]), "timer heap order is broken")
             }
         }
     }
