@@ -1,7 +1,8 @@
-/// The three hooks ``LoopThread`` stops with, for that helper alone: its worker refuses blocks from other threads,
-/// runs every block and job accepted before (``modeForLoopThreadDrain()`` names a mode to run for the oldest), then
-/// closes the inbox. Public API cannot do this: it cannot close a loop to other threads' blocks while the loop
-/// still runs, nor say which blocks are queued.
+/// The hooks ``LoopThread`` stops with: its worker refuses blocks from other threads (the first hook, for that
+/// helper alone), runs every block and job accepted before (``modeForLoopThreadDrain()``, for it alone too, names a
+/// mode to run for the oldest), then closes the inbox (``closeInbox()``, which the teardown also uses). Public API
+/// cannot do this: it cannot close a loop to other threads' blocks while the loop still runs, nor say which blocks
+/// are queued.
 extension Loop {
     /// From now on, blocks sent from other threads are refused (``perform(in:_:)-(Mode,_)`` answers `false`);
     /// actor jobs and item changes are still taken until the thread exits. For a ``LoopThread``'s stop, so that
@@ -25,11 +26,6 @@ extension Loop {
             if modes.contains(where: { $0 == .default || $0 == .common }) { return .default }
             return modes.min { $0.name < $1.name }!
         }
-    }
-
-    /// Closes the inbox at the end of a ``LoopThread``'s drain: see ``closeInbox()``. Loop thread only.
-    func closeInboxForLoopThreadDrain() {
-        closeInbox()
     }
 
     /// Closes the inbox for good (the thread exits, or a ``LoopThread`` ends its drain), applying the changes and

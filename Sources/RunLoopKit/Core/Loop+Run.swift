@@ -38,7 +38,7 @@ extension Loop {
     ///     Above ``LoopTimer/maximumInterval``: no limit.
     ///   - returnAfterSourceHandled: Return after the first pass that performed a custom source or handled a
     ///     descriptor source (timers, blocks and wake-ups do not count, as in CF).
-    /// - - Returns: ``RunResult/finished`` at once, without entry or exit observers, if nothing keeps the mode alive
+    /// - Returns: ``RunResult/finished`` at once, without entry or exit observers, if nothing keeps the mode alive
     ///   (no source, descriptor source, timer or block; on the main loop, a common mode is kept alive by the main queue
     ///   unless ``mainQueueKeepsRunAlive`` is `false`); otherwise why the run ended. A mode that becomes empty during a
     ///   pass (its last block ran, say) ends the run with ``RunResult/finished`` after that pass without sleeping (CF

@@ -4,7 +4,7 @@
 extension Loop {
     /// Hands a newly signalled source to this loop: pushed on the lock-free stack, and the loop woken if asleep.
     func enqueueSignalled(_ source: LoopSource) {
-        guard !isTerminated else { return }
+        guard control.lifecycle.load(ordering: .relaxed) == .alive else { return }  // Relaxed: a hint only.
         signalStack.push(source)
         poller.wakeIfSleeping()
     }

@@ -8,7 +8,7 @@ import Synchronization
 /// Threading contract:
 /// - Running (``run()``, ``run(in:for:returnAfterSourceHandled:)``, ``runPass(in:)``) happens only on the loop's
 ///   own thread; anything else is a programming error and traps with a message saying so.
-/// - - ``stop()``, ``wakeUp()``, ``isWaiting``, ``currentMode``, `perform(in:_:)`, `add`, `remove`,
+/// - ``stop()``, ``wakeUp()``, ``isWaiting``, ``currentMode``, `perform(in:_:)`, `add`, `remove`,
 ///   ``addCommonMode(_:)`` and the queries `contains(_:in:)`, ``commonModes`` and ``allModes`` (as CF answers them
 ///   under its loop lock; from another thread a consistent snapshot) are safe from any thread. Changes made from
 ///   another thread take effect on the loop's thread before its next pass, and a sleeping loop is woken to make them.

@@ -118,7 +118,7 @@ extension LoopThread {
             while let mode = loop.modeForLoopThreadDrain() {
                 loop.run(in: mode, for: .zero)
             }
-            loop.closeInboxForLoopThreadDrain()
+            loop.closeInbox()
             guard loop.modeForLoopThreadDrain() != nil else { break }
         }
     }
