@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Debug builds compile in the syscall layer's fault-injection seam (System/FaultInjection.swift), which the tests
+// use to make every system call fail; release builds contain none of it.
+let faultInjection = SwiftSetting.define("RUNLOOPKIT_FAULT_INJECTION", .when(configuration: .debug))
+
 let package = Package(
     name: "RunLoopKit",
     products: [
@@ -13,12 +17,12 @@ let package = Package(
     targets: [
         // What Swift's Glibc module leaves out (the epoll, eventfd, timerfd and pidfd calls), libdispatch's main-queue
         // hooks, and the signal relay, whose handler must be async-signal-safe C.
-        .target(name: "CRunLoopShims"),
+        .target(name: "CRunLoopShims", cSettings: [.define("RUNLOOPKIT_FAULT_INJECTION", .when(configuration: .debug))]),
         .target(
             name: "RunLoopKit",
             dependencies: ["CRunLoopShims"],
             exclude: ["Core/Parts/WakeUpHandshake.pml"],  // The handshake's spin model, checked by scripts/check-handshake.sh.
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
         // Installs the Swift runtime's async-main drain hook before main(): C, for the hook's calling convention.
         .target(name: "CRunLoopKitAsyncMain"),
@@ -43,7 +47,7 @@ let package = Package(
             name: "main-loop-check",
             dependencies: ["RunLoopKit"],
             path: "Tests/main-loop-check",
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
         // An async main on Loop.main, run by AsyncMainTests in a child process. Not a test dependency: linking it
         // into the test runner would hand the runner's own async main to Loop.main.

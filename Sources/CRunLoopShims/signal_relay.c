@@ -12,12 +12,37 @@ static _Atomic int watchers[CRUNLOOP_SIGNAL_LIMIT][CRUNLOOP_SIGNAL_SLOTS];
 // One past the highest slot in use per signal: the handler reads no further.
 static _Atomic unsigned highWater[CRUNLOOP_SIGNAL_LIMIT];
 static _Atomic uint64_t deliveries[CRUNLOOP_SIGNAL_LIMIT];
+// Deliveries per watcher not yet taken by its source: the count lives here, the eventfd only wakes the loop, so a
+// failed write delays a report but never loses one.
+static _Atomic uint64_t pending[CRUNLOOP_SIGNAL_LIMIT][CRUNLOOP_SIGNAL_SLOTS];
+// Wake-up writes that failed with something other than EINTR (on a healthy eventfd, only EAGAIN can: the counter
+// is at its maximum, so the loop is being woken anyway).
+static _Atomic uint64_t failedWrites;
+// Fault injection (debug builds): the next `injectedWriteFailures` writes fail with `injectedWriteErrno`.
+static _Atomic int injectedWriteErrno;
+static _Atomic int injectedWriteFailures;
+static _Atomic int injectedWriteCount;
 // The process the watchers belong to; a fork child's handler must not write to its parent's eventfds.
 static _Atomic pid_t relayProcess;
 // Handlers running now, split by the phase they started in, so a detach waits only for handlers that started
 // before it (a stream of new deliveries cannot starve it).
 static _Atomic unsigned phase;
 static _Atomic unsigned long activeHandlers[2];
+
+// Adds one to the eventfd, retrying EINTR; answers whether the write succeeded.
+static int wake(int descriptor) {
+#ifdef RUNLOOPKIT_FAULT_INJECTION
+    if (atomic_load(&injectedWriteFailures) > 0 && atomic_fetch_sub(&injectedWriteFailures, 1) > 0) {
+        atomic_fetch_add(&injectedWriteCount, 1);
+        return 0;
+    }
+#endif
+    uint64_t one = 1;
+    while (write(descriptor, &one, sizeof one) < 0) {
+        if (errno != EINTR) return 0;
+    }
+    return 1;
+}
 
 void crunloop_signal_relay(int signo) {
     int savedErrno = errno;
@@ -30,9 +55,8 @@ void crunloop_signal_relay(int signo) {
         for (unsigned slot = 0; slot < end && slot < CRUNLOOP_SIGNAL_SLOTS; slot++) {
             int value = atomic_load(&watchers[signo][slot]);
             if (value == 0) continue;
-            uint64_t one = 1;
-            // EAGAIN (counter at its maximum) cannot lose anything: the source is readable already.
-            while (write(value - 1, &one, sizeof one) < 0 && errno == EINTR) {}
+            atomic_fetch_add(&pending[signo][slot], 1);
+            if (!wake(value - 1)) atomic_fetch_add(&failedWrites, 1);
         }
     }
     atomic_fetch_sub(&activeHandlers[started], 1);
@@ -47,6 +71,7 @@ int crunloop_signal_relay_attach(int signo, int descriptor) {
     if (signo <= 0 || signo >= CRUNLOOP_SIGNAL_LIMIT || descriptor < 0) return -1;
     for (unsigned slot = 0; slot < CRUNLOOP_SIGNAL_SLOTS; slot++) {
         if (atomic_load(&watchers[signo][slot]) != 0) continue;
+        atomic_store(&pending[signo][slot], 0);  // Before the slot is published: a handler may count at once.
         // The slot first, then the bound: a handler that sees the new bound sees the slot.
         atomic_store(&watchers[signo][slot], descriptor + 1);
         if (slot >= atomic_load(&highWater[signo])) atomic_store(&highWater[signo], slot + 1);
@@ -75,6 +100,7 @@ void crunloop_signal_relay_reset(pid_t process) {
         unsigned end = atomic_load(&highWater[signo]);
         for (unsigned slot = 0; slot < end && slot < CRUNLOOP_SIGNAL_SLOTS; slot++) {
             atomic_store(&watchers[signo][slot], 0);
+            atomic_store(&pending[signo][slot], 0);
         }
         atomic_store(&highWater[signo], 0);
     }
@@ -84,4 +110,19 @@ void crunloop_signal_relay_reset(pid_t process) {
 uint64_t crunloop_signal_relay_deliveries(int signo) {
     if (signo <= 0 || signo >= CRUNLOOP_SIGNAL_LIMIT) return 0;
     return atomic_load(&deliveries[signo]);
+}
+
+uint64_t crunloop_signal_relay_take(int signo, int slot) {
+    if (signo <= 0 || signo >= CRUNLOOP_SIGNAL_LIMIT || slot < 0 || slot >= CRUNLOOP_SIGNAL_SLOTS) return 0;
+    return atomic_exchange(&pending[signo][slot], 0);
+}
+
+uint64_t crunloop_signal_relay_failed_writes(void) { return atomic_load(&failedWrites); }
+
+int crunloop_fault_set_relay_write(int code, int times) {
+    int injected = atomic_exchange(&injectedWriteCount, 0);
+    atomic_store(&injectedWriteFailures, 0);
+    atomic_store(&injectedWriteErrno, code);
+    atomic_store(&injectedWriteFailures, times);
+    return injected;
 }

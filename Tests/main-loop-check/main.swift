@@ -18,6 +18,8 @@ let scenarios: [String: () -> Void] = [
     "opt-out": optOutScenario,
     "script-ends": scriptEndsScenario,
     "assume-isolated": assumeIsolatedScenario,
+    "poll-interrupted": pollInterruptedScenario,
+    "poll-fails": pollFailsScenario,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

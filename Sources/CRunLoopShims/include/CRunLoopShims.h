@@ -5,6 +5,7 @@
 #define C_RUNLOOP_SHIMS_H
 
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -17,6 +18,12 @@
 
 /// The calling thread's kernel thread id (gettid(2)), which Swift cannot reach through the variadic syscall(2).
 static inline pid_t crunloop_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+/// Names the calling thread (prctl(2) PR_SET_NAME, what pthread_setname_np does for the calling thread; prctl is
+/// variadic, so Swift cannot call it): 0, or -1 with errno. `name` is cut to 15 bytes by the kernel.
+static inline int crunloop_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
 
 /// pidfd_open(2)'s number, for headers older than Linux 5.3's (the same number on every architecture but alpha).
 #ifndef SYS_pidfd_open

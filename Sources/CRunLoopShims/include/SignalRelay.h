@@ -16,8 +16,9 @@
 #define CRUNLOOP_SIGNAL_SLOTS 1024
 
 /// The handler installed with sigaction for every watched signal. Async-signal-safe: it bumps the signal's
-/// delivery counter and writes 1 to the eventfd of every watcher of the signal (atomics and write(2) only), and
-/// leaves errno as it found it. In a child of fork() it only counts (the eventfds are the parent's).
+/// delivery counter, and for every watcher of the signal its pending count, then writes 1 to the watcher's eventfd
+/// to wake its loop (atomics and write(2) only); it leaves errno as it found it. In a child of fork() it only
+/// counts the delivery (the eventfds are the parent's).
 void crunloop_signal_relay(int signo);
 
 /// Whether `action` installs crunloop_signal_relay.
@@ -37,5 +38,15 @@ void crunloop_signal_relay_reset(pid_t process);
 
 /// How many times the handler ran for `signo` in this process image (a fork child inherits the count).
 uint64_t crunloop_signal_relay_deliveries(int signo);
+
+/// Takes the deliveries counted for the watcher in `slot` of `signo` since the last take (0 when none).
+uint64_t crunloop_signal_relay_take(int signo, int slot);
+
+/// How many wake-up writes failed with something other than EINTR since the process started.
+uint64_t crunloop_signal_relay_failed_writes(void);
+
+/// Fault injection (only debug builds consult it): the next `times` wake-up writes of the handler fail with
+/// `code` (0 and 0 to stop). Answers how many writes the previous setting failed.
+int crunloop_fault_set_relay_write(int code, int times);
 
 #endif

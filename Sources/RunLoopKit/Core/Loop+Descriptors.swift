@@ -49,11 +49,38 @@ extension Loop {
         let events = source.events
         guard events != source.registeredEvents else { return }
         source.registeredEvents = events
-        if !poller.resume(source.descriptor, events: events.epollEvents, tag: source.epollTag) {
-            descriptorTable.registered[source.descriptor] = nil
-            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
-            source.invalidate()
+        do {
+            try poller.resume(source.descriptor, events: events.epollEvents, tag: source.epollTag)
+        } catch {
+            dropRegistration(of: source, after: error)
         }
+    }
+
+    /// A change to what the epoll set reports for `source` failed: the source cannot be watched as its owner asked,
+    /// so it is invalidated with the reason in ``FileDescriptorSource/failure``, and nothing of it stays in the set.
+    /// `EBADF`, `ENOENT`, `EPERM` say the descriptor was closed behind the source's back (``LoopError/Code/badDescriptor``);
+    /// anything else (`ENOMEM`) is ``LoopError/Code/systemCallFailed``. Either way the registration is taken out by
+    /// number (a closed one answers `ENOENT`, harmless), unless another source of this loop owns that number now:
+    /// then the kernel already dropped this one's, and the new file's is not touched. A registration left behind
+    /// would report, level-triggered, to a loop that no longer handles it, and spin it. Loop thread only.
+    func dropRegistration(of source: FileDescriptorSource, after error: SystemError) {
+        let current = descriptorTable.registered[source.descriptor]
+        if current === source { descriptorTable.registered[source.descriptor] = nil }
+        descriptorTable.parked.removeAll { $0 === source }
+        source.isParked = false
+        if current == nil || current === source {
+            removeRegistration(of: source)
+        } else {
+            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)
+        }
+        let closed = error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM
+        let failure =
+            closed
+            ? LoopError(
+                .badDescriptor, errno: error.errno,
+                message: "descriptor \(source.descriptor) was closed while its source watched it (\(error))")
+            : LoopError(error, context: "changing what descriptor \(source.descriptor) watches")
+        source.fail(with: failure)
     }
 
     /// Forgets the source's registration for good, taking its descriptor out of the epoll set if that was not
@@ -81,7 +108,12 @@ extension Loop {
     /// kernel drops it and ``unpark(_:)`` cannot mistake a new file with the same number for it. Loop thread only.
     func park(_ source: FileDescriptorSource) {
         guard !source.isParked else { return }
-        poller.suspend(source.descriptor, tag: source.epollTag)
+        do {
+            try poller.suspend(source.descriptor, tag: source.epollTag)
+        } catch {
+            dropRegistration(of: source, after: error)
+            return
+        }
         source.isParked = true
         descriptorTable.parked.append(source)
     }
@@ -91,12 +123,10 @@ extension Loop {
     func unpark(_ source: FileDescriptorSource) {
         source.isParked = false
         source.registeredEvents = source.events
-        if !poller.resume(source.descriptor, events: source.registeredEvents.epollEvents, tag: source.epollTag) {
-            if descriptorTable.registered[source.descriptor] === source {
-                descriptorTable.registered[source.descriptor] = nil
-            }
-            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // Closed: the kernel dropped it.
-            source.invalidate()
+        do {
+            try poller.resume(source.descriptor, events: source.registeredEvents.epollEvents, tag: source.epollTag)
+        } catch {
+            dropRegistration(of: source, after: error)
         }
     }
 

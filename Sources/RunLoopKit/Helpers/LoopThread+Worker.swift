@@ -99,7 +99,7 @@ extension LoopThread {
             return
         }
         startup.loop = loop
-        startup.threadID = currentThreadID()
+        startup.threadID = ThreadIdentity.currentThreadID()
         startup.ready.post()
 
         // The core forgets a stop sent while the loop is idle, so the decision is ours: run until our flag is set.

@@ -49,18 +49,19 @@ public final class LoopThread: Sendable {
     public init(name: String = "RunLoopKit.LoopThread") throws(LoopError) {
         let worker = Worker()
         let startup = Startup(worker: worker, name: name)
-        var thread = pthread_t()
         let context = Unmanaged.passRetained(startup).toOpaque()
-        let status = pthread_create(
-            &thread, nil,
-            { pointer in
-                let startup = Unmanaged<Startup>.fromOpaque(pointer!).takeRetainedValue()
-                LoopThread.body(startup)
-                return nil
-            }, context)
-        guard status == 0 else {
+        let thread: pthread_t
+        do {
+            thread = try ThreadCalls.start(
+                { pointer in
+                    let startup = Unmanaged<Startup>.fromOpaque(pointer!).takeRetainedValue()
+                    LoopThread.body(startup)
+                    return nil
+                }, with: context)
+        } catch {
             Unmanaged<Startup>.fromOpaque(context).release()
-            throw LoopError(.systemCallFailed, errno: status, message: "pthread_create failed for LoopThread \(name)")
+            // Not LoopError(_:context:): its EPERM means a descriptor epoll refuses, not a thread attribute.
+            throw LoopError(.systemCallFailed, errno: error.errno, message: "starting LoopThread \(name): \(error)")
         }
         startup.ready.wait()
         if let failure = startup.failure {

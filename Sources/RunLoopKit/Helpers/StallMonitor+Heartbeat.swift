@@ -27,7 +27,7 @@ extension StallMonitor {
         /// Records that the loop entered `activity` now. Loop thread only (called from its observers).
         func beat(_ activity: Loop.Activity) {
             if thread.load(ordering: .relaxed) == 0 {
-                thread.store(LoopThread.currentThreadID(), ordering: .relaxed)  // Once: a readlink.
+                thread.store(ThreadIdentity.currentThreadID(), ordering: .relaxed)
             }
             let index = UInt64(Self.activities.firstIndex(of: activity) ?? 0)
             let elapsed = UInt64(max(0, Loop.Instant.now.nanoseconds - origin))

@@ -127,6 +127,12 @@ enum SignalRelay {
         }
     }
 
+    /// Takes the deliveries the relay counted for `attachment` since the last take. The watching source's loop
+    /// thread.
+    static func takeDeliveries(of attachment: Attachment) -> UInt64 {
+        crunloop_signal_relay_take(attachment.signal, attachment.slot)
+    }
+
     /// How many times the relay's handler ran for `signal` in this process (a fork child starts from its
     /// parent's count). Safe from any thread.
     static func deliveries(of signal: CInt) -> UInt64 {

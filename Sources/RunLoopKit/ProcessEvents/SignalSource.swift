@@ -5,11 +5,12 @@ import Synchronization
 /// SIGUSR1, SIGCHLD, SIGWINCH, ...), with the number of deliveries since the previous call.
 ///
 /// Mechanism: while at least one source watches a signal, RunLoopKit's `sigaction` handler is installed for
-/// it. Each delivery, on whichever thread the kernel picks, bumps the signal's counter and adds one to the
-/// eventfd of every source watching it: atomics and `write(2)` only, nothing else runs in signal context. The
-/// source's loop watches that eventfd like a ``FileDescriptorSource``, reads the count and calls the handler. So
+/// it. Each delivery, on whichever thread the kernel picks, bumps a count per source watching the signal and adds
+/// one to each such source's eventfd: atomics and `write(2)` only, nothing else runs in signal context. The
+/// source's loop watches that eventfd like a ``FileDescriptorSource``, takes the count and calls the handler. So
 /// nothing is lost between two calls (the count says how many deliveries were merged, by the kernel or by the
-/// eventfd), several sources and loops may watch one signal (each sees every delivery), and the handler may do
+/// relay; the eventfd only wakes the loop, so even a failed wake-up write loses no delivery: it is reported with
+/// the next one), several sources and loops may watch one signal (each sees every delivery), and the handler may do
 /// anything. When the last source of a signal goes away, the disposition it replaced is restored. `signalfd`
 /// is not used: it only works when the signal is blocked in every thread of the process, which a library
 /// cannot arrange (threads started earlier, Dispatch's, the runtime's). See Docs/Signals.md.
@@ -132,12 +133,12 @@ public final class SignalSource: Sendable {
     /// On the loop's thread: takes the deliveries counted since the last call and hands them to the handler.
     private func deliver() {
         guard isValid else { return }
-        let count: UInt64
         do {
-            count = try EventFD.take(eventDescriptor)
+            try EventFD.drain(eventDescriptor)
         } catch {
             trap("RunLoopKit: reading a signal source's eventfd failed: \(error)")
         }
+        let count = SignalRelay.takeDeliveries(of: attachment)
         guard count > 0 else { return }
         handler(self, Int(clamping: count))
     }

@@ -19,41 +19,49 @@ enum Epoll {
     ///
     /// The corresponding C call is `epoll_create1(2)`.
     static func create() throws(SystemError) -> CInt {
-        try retryingOnInterrupt("epoll_create1") { epoll_create1(CInt(EPOLL_CLOEXEC)) }
+        opened(try retryingOnInterrupt("epoll_create1") { epoll_create1(CInt(EPOLL_CLOEXEC)) }, by: "epoll_create1")
     }
 
     /// Adds `descriptor` to the set with `events`, tagging its reports with `data`.
     ///
     /// The corresponding C call is `epoll_ctl(2)` with `EPOLL_CTL_ADD`.
     static func add(_ epoll: CInt, _ descriptor: CInt, events: Events, data: UInt64) throws(SystemError) {
-        try control(epoll, EPOLL_CTL_ADD, descriptor, events: events, data: data)
+        _ = try retryingOnInterrupt("epoll_ctl(EPOLL_CTL_ADD)", on: descriptor) {
+            control(epoll, EPOLL_CTL_ADD, descriptor, events: events, data: data)
+        }
     }
 
     /// Changes the events and tag of a descriptor already in the set.
     ///
     /// The corresponding C call is `epoll_ctl(2)` with `EPOLL_CTL_MOD`.
     static func modify(_ epoll: CInt, _ descriptor: CInt, events: Events, data: UInt64) throws(SystemError) {
-        try control(epoll, EPOLL_CTL_MOD, descriptor, events: events, data: data)
+        _ = try retryingOnInterrupt("epoll_ctl(EPOLL_CTL_MOD)", on: descriptor) {
+            control(epoll, EPOLL_CTL_MOD, descriptor, events: events, data: data)
+        }
     }
 
     /// Removes `descriptor` from the set.
     ///
     /// The corresponding C call is `epoll_ctl(2)` with `EPOLL_CTL_DEL`.
     static func remove(_ epoll: CInt, _ descriptor: CInt) throws(SystemError) {
-        try control(epoll, EPOLL_CTL_DEL, descriptor, events: [], data: 0)
+        _ = try retryingOnInterrupt("epoll_ctl(EPOLL_CTL_DEL)", on: descriptor) {
+            control(epoll, EPOLL_CTL_DEL, descriptor, events: [], data: 0)
+        }
     }
 
+    /// One `epoll_ctl` attempt; each operation is retried under its own name, so errors and scripted faults
+    /// say which one failed.
     private static func control(
         _ epoll: CInt,
         _ operation: CInt,
         _ descriptor: CInt,
         events: Events,
         data: UInt64
-    ) throws(SystemError) {
+    ) -> CInt {
         var event = epoll_event()
         event.events = events.rawValue
         event.data.u64 = data
-        _ = try retryingOnInterrupt("epoll_ctl") { epoll_ctl(epoll, operation, descriptor, &event) }
+        return epoll_ctl(epoll, operation, descriptor, &event)
     }
 
     /// Waits for readiness, filling `buffer`; answers how many entries were filled.

@@ -7,7 +7,7 @@ enum EventFD {
     ///
     /// The corresponding C call is `eventfd(2)`.
     static func create() throws(SystemError) -> CInt {
-        try retryingOnInterrupt("eventfd") { eventfd(0, CInt(EFD_CLOEXEC) | CInt(EFD_NONBLOCK)) }
+        opened(try retryingOnInterrupt("eventfd") { eventfd(0, CInt(EFD_CLOEXEC) | CInt(EFD_NONBLOCK)) }, by: "eventfd")
     }
 
     /// Adds one to the counter, waking any waiter.
@@ -17,7 +17,9 @@ enum EventFD {
     static func signal(_ descriptor: CInt) throws(SystemError) {
         var one: UInt64 = 1
         do {
-            _ = try retryingOnInterrupt("write") { Glibc.write(descriptor, &one, MemoryLayout<UInt64>.size) }
+            _ = try retryingOnInterrupt("write", on: descriptor) {
+                Glibc.write(descriptor, &one, MemoryLayout<UInt64>.size)
+            }
         } catch let error where error.errno == EAGAIN {
             return
         }
@@ -29,7 +31,9 @@ enum EventFD {
     static func drain(_ descriptor: CInt) throws(SystemError) {
         var value: UInt64 = 0
         do {
-            _ = try retryingOnInterrupt("read") { Glibc.read(descriptor, &value, MemoryLayout<UInt64>.size) }
+            _ = try retryingOnInterrupt("read", on: descriptor) {
+                Glibc.read(descriptor, &value, MemoryLayout<UInt64>.size)
+            }
         } catch let error where error.errno == EAGAIN {
             return
         }

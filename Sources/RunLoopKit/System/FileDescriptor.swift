@@ -6,7 +6,30 @@ enum FileDescriptorCalls {
     ///
     /// The corresponding C call is `close(2)`.
     static func close(_ descriptor: CInt) {
+        #if RUNLOOPKIT_FAULT_INJECTION
+        FaultInjection.recordClosed(descriptor)
+        #endif
         _ = Glibc.close(descriptor)
+    }
+
+    /// Opens `path` read-only and close-on-exec.
+    ///
+    /// The corresponding C call is `open(2)`.
+    static func openForReading(_ path: String) throws(SystemError) -> CInt {
+        opened(try retryingOnInterrupt("open") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }, by: "open")
+    }
+
+    /// Reads at most `buffer.count` bytes into `buffer`; answers how many (0 at end of file).
+    ///
+    /// The corresponding C call is `read(2)`.
+    static func read(_ descriptor: CInt, into buffer: inout [UInt8]) throws(SystemError) -> Int {
+        let capacity = buffer.count
+        let count = buffer.withUnsafeMutableBytes { bytes in
+            Result { () throws(SystemError) in
+                try retryingOnInterrupt("read", on: descriptor) { Glibc.read(descriptor, bytes.baseAddress, capacity) }
+            }
+        }
+        return try count.get()
     }
 
     /// Answers whether `descriptor` names an open file description in this process.

@@ -21,7 +21,7 @@ enum PidFD {
     /// process (a non-leader thread, zero, a negative number), `EMFILE`/`ENFILE` when descriptors run out.
     /// The corresponding C call is `pidfd_open(2)` (through `syscall(2)`).
     static func open(_ pid: pid_t) throws(SystemError) -> CInt {
-        try retryingOnInterrupt("pidfd_open") { crunloop_pidfd_open(pid) }
+        opened(try retryingOnInterrupt("pidfd_open") { crunloop_pidfd_open(pid) }, by: "pidfd_open")
     }
 
     /// Answers how the child that `pidfd` refers to ended, or `nil` while it runs, without reaping it.
@@ -42,7 +42,7 @@ enum PidFD {
 
     private static func wait(_ pidfd: CInt, options: CInt) throws(SystemError) -> Exit? {
         var info = siginfo_t()
-        _ = try retryingOnInterrupt("waitid") { crunloop_waitid_pidfd(pidfd, &info, options) }
+        _ = try retryingOnInterrupt("waitid", on: pidfd) { crunloop_waitid_pidfd(pidfd, &info, options) }
         // With WNOHANG and a child still running, waitid succeeds and leaves si_pid zero.
         guard info._sifields._sigchld.si_pid != 0 else { return nil }
         return Exit(code: info.si_code, status: info._sifields._sigchld.si_status)

@@ -7,7 +7,7 @@ enum Poll {
     /// The corresponding C call is `poll(2)`.
     static func isReadable(_ descriptor: CInt) throws(SystemError) -> Bool {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        let ready = try retryingOnInterrupt("poll") { Glibc.poll(&entry, 1, 0) }
+        let ready = try retryingOnInterrupt("poll", on: descriptor) { Glibc.poll(&entry, 1, 0) }
         return ready == 1 && entry.revents & Int16(POLLIN) != 0
     }
 }

@@ -20,12 +20,12 @@ enum ThreadIdentity {
     ///
     /// The corresponding C calls are `open(2)` and `read(2)` of `/proc/self/task/<id>/comm`.
     static func name(of threadID: pid_t) -> String? {
-        let descriptor = open("/proc/self/task/\(threadID)/comm", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
+        guard let descriptor = try? FileDescriptorCalls.openForReading("/proc/self/task/\(threadID)/comm") else {
+            return nil
+        }
+        defer { FileDescriptorCalls.close(descriptor) }
         var buffer = [UInt8](repeating: 0, count: 32)
-        let count = read(descriptor, &buffer, buffer.count)
-        guard count > 0 else { return nil }
+        guard let count = try? FileDescriptorCalls.read(descriptor, into: &buffer), count > 0 else { return nil }
         var bytes = buffer[0..<count]
         while bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
         return String(decoding: bytes, as: UTF8.self)

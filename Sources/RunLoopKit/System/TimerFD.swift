@@ -7,9 +7,10 @@ enum TimerFD {
     ///
     /// The corresponding C call is `timerfd_create(2)`.
     static func create() throws(SystemError) -> CInt {
-        try retryingOnInterrupt("timerfd_create") {
+        let descriptor = try retryingOnInterrupt("timerfd_create") {
             timerfd_create(CLOCK_MONOTONIC, CInt(TFD_CLOEXEC) | CInt(TFD_NONBLOCK))
         }
+        return opened(descriptor, by: "timerfd_create")
     }
 
     /// Arms the timer to expire once at the absolute monotonic time `nanoseconds`.
@@ -22,7 +23,7 @@ enum TimerFD {
         var spec = itimerspec()
         spec.it_value.tv_sec = Int(when / 1_000_000_000)
         spec.it_value.tv_nsec = Int(when % 1_000_000_000)
-        _ = try retryingOnInterrupt("timerfd_settime") {
+        _ = try retryingOnInterrupt("timerfd_settime", on: descriptor) {
             timerfd_settime(descriptor, CInt(TFD_TIMER_ABSTIME), &spec, nil)
         }
     }

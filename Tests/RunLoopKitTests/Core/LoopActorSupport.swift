@@ -37,7 +37,7 @@ actor LoopBoundRecorder {
 
     /// Where the call ran: whether on the loop's thread, and the kernel thread id.
     func whereAmI() -> (onLoopThread: Bool, threadID: pid_t) {
-        (loop.isCurrent, LoopThread.currentThreadID())
+        (loop.isCurrent, ThreadIdentity.currentThreadID())
     }
 }
 

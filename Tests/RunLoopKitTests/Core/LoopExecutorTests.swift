@@ -13,7 +13,7 @@ import Testing
         let place = await actor.whereAmI()
         #expect(place.onLoopThread)
         #expect(place.threadID == worker.threadID)
-        #expect(LoopThread.currentThreadID() != worker.threadID)
+        #expect(ThreadIdentity.currentThreadID() != worker.threadID)
     }
 
     @Test func jobsAndBlocksRunInSubmissionOrder() async throws {

@@ -120,16 +120,17 @@ import Testing
         let add: (CInt) -> SystemError? = { descriptor in
             Self.systemError { () throws(SystemError) in try Epoll.add(epoll, descriptor, events: .input, data: 1) }
         }
-        #expect(add(closed) == SystemError(call: "epoll_ctl", errno: EBADF))
+        #expect(add(closed) == SystemError(call: "epoll_ctl(EPOLL_CTL_ADD)", errno: EBADF))
         #expect(add(pipe.readEnd) == nil)
-        #expect(add(pipe.readEnd) == SystemError(call: "epoll_ctl", errno: EEXIST))
+        #expect(add(pipe.readEnd) == SystemError(call: "epoll_ctl(EPOLL_CTL_ADD)", errno: EEXIST))
         let modify = Self.systemError { () throws(SystemError) in
             try Epoll.modify(epoll, pipe.writeEnd, events: .output, data: 2)
         }
-        #expect(modify == SystemError(call: "epoll_ctl", errno: ENOENT))
+        #expect(modify == SystemError(call: "epoll_ctl(EPOLL_CTL_MOD)", errno: ENOENT))
         let remove = Self.systemError { () throws(SystemError) in try Epoll.remove(epoll, pipe.writeEnd) }
-        #expect(remove == SystemError(call: "epoll_ctl", errno: ENOENT))
-        #expect(add(epoll) == SystemError(call: "epoll_ctl", errno: EINVAL))  // An epoll set cannot watch itself.
+        #expect(remove == SystemError(call: "epoll_ctl(EPOLL_CTL_DEL)", errno: ENOENT))
+        // An epoll set cannot watch itself.
+        #expect(add(epoll) == SystemError(call: "epoll_ctl(EPOLL_CTL_ADD)", errno: EINVAL))
 
         close(epoll)
         let buffer = UnsafeMutableBufferPointer<epoll_event>.allocate(capacity: 1)

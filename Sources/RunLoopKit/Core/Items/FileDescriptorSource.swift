@@ -10,7 +10,9 @@ import Synchronization
 /// as a handled source for ``Loop/run(in:for:returnAfterSourceHandled:)``.
 ///
 /// The source does not own the descriptor: invalidate the source before closing the descriptor. If the
-/// descriptor is closed anyway and its number reused, the old source never sees the new descriptor's events.
+/// descriptor is closed anyway and its number reused, the old source never sees the new descriptor's events; when the
+/// loop notices (a change of ``events``, or resuming a parked source, fails), it invalidates the source and says why
+/// in ``failure``.
 ///
 /// Threading: ``invalidate()``, ``LoopItem/isValid`` and ``events`` (get and set) are safe from any thread; the handler
 /// runs on the loop's thread. A source belongs to at most one loop, in any number of its modes.
@@ -85,6 +87,8 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     nonisolated(unsafe) var registeredEvents: Events = []
     /// Whether the loop took the descriptor out of its epoll set while no mode of the source is running.
     nonisolated(unsafe) var isParked = false
+    /// Why the loop invalidated the source, when it did.
+    private let recordedFailure = Mutex<LoopError?>(nil)
 
     private static let generations = Atomic<UInt32>(0)
 
@@ -153,7 +157,9 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     /// Set it to change what the source watches without recreating it: add ``Events/writable`` while output is
     /// pending and take it away once the buffer drained, or drop ``Events/readable`` to stop reading from a peer
     /// that does not read its replies. On the loop's thread (a handler, typically) the change applies at once;
-    /// from another thread at the loop's next pass. Only ``Events/readable`` and ``Events/writable`` are kept.
+    /// from another thread at the loop's next pass. Only ``Events/readable`` and ``Events/writable`` are kept. If the
+    /// epoll set refuses the change (the descriptor was closed behind the source's back), the source is invalidated
+    /// and ``failure`` says why.
     public var events: Events {
         get { Events(rawValue: watchedEvents.load(ordering: .acquiring)) }
         set {
@@ -162,6 +168,23 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
             else { return }
             owner?.onLoopThread(with: self) { loop, source in loop.applyWatchedEvents(source) }
         }
+    }
+
+    /// Why the loop invalidated the source itself, or `nil`: set when the loop could no longer watch the descriptor
+    /// as asked (it was closed behind the source's back, so a change of ``events`` or a resumed watch failed with
+    /// ``LoopError/Code/badDescriptor``; or the kernel refused the change, e.g. `ENOMEM`, with
+    /// ``LoopError/Code/systemCallFailed``). The source is invalid from then on, out of every mode and out of the
+    /// epoll set, so it neither spins the loop nor keeps a run alive. Safe from any thread.
+    ///
+    /// `events` can be set from any thread and applies on the loop's thread, so a failure cannot be thrown to the
+    /// setter: it is recorded here, and ``LoopItem/isValid`` turns false.
+    public var failure: LoopError? { recordedFailure.withLock { $0 } }
+
+    /// Records `error` as ``failure`` and invalidates the source. Loop thread only.
+    func fail(with error: LoopError) {
+        guard isValid else { return }  // Its owner invalidated it first: no failure to report.
+        recordedFailure.withLock { $0 = $0 ?? error }
+        invalidate()
     }
 
     /// Whether this descriptor source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for

@@ -51,11 +51,18 @@ final class Poller: Sendable {
         let timer: CInt
         do {
             timer = try TimerFD.create()
+        } catch {
+            FileDescriptorCalls.close(epoll)
+            FileDescriptorCalls.close(wakeUp)
+            throw error
+        }
+        do {
             try Epoll.add(epoll, wakeUp, events: [.input, .edgeTriggered], data: Self.wakeUpTag)
             try Epoll.add(epoll, timer, events: [.input, .edgeTriggered], data: Self.timerTag)
         } catch {
             FileDescriptorCalls.close(epoll)
             FileDescriptorCalls.close(wakeUp)
+            FileDescriptorCalls.close(timer)
             throw error
         }
         self.epoll = epoll
@@ -141,26 +148,17 @@ final class Poller: Sendable {
     /// Stops reports for `descriptor` but keeps it in the set, so the kernel still drops it if it is closed: at
     /// most one more report (a hang-up or error, which epoll always reports) comes, then none until
     /// ``resume(_:events:tag:)``. Loop thread only.
-    func suspend(_ descriptor: CInt, tag: UInt64) {
-        do {
-            try Epoll.modify(epoll, descriptor, events: .oneShot, data: tag)
-        } catch let error where error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM {
-            return  // Closed meanwhile (EPERM: number reused by a regular file): ``resume`` will fail and say so.
-        } catch {
-            trap("RunLoopKit: epoll_ctl(EPOLL_CTL_MOD) on the loop's own set failed: \(error)")
-        }
+    /// - Throws: What `epoll_ctl(EPOLL_CTL_MOD)` failed with (see ``Loop/dropRegistration(of:after:)``).
+    func suspend(_ descriptor: CInt, tag: UInt64) throws(SystemError) {
+        try Epoll.modify(epoll, descriptor, events: .oneShot, data: tag)
     }
 
-    /// Restores reports for a suspended descriptor; answers false when the descriptor left the set meanwhile
-    /// (it was closed, and its number may now name another file, which must not be watched in its place).
-    /// Loop thread only.
-    func resume(_ descriptor: CInt, events: Epoll.Events, tag: UInt64) -> Bool {
-        do {
-            try Epoll.modify(epoll, descriptor, events: events, data: tag)
-            return true
-        } catch {
-            return false
-        }
+    /// Restores reports for a suspended descriptor, or changes what a watched one reports. Loop thread only.
+    /// - Throws: What `epoll_ctl(EPOLL_CTL_MOD)` failed with: `EBADF`, `ENOENT` or `EPERM` when the descriptor left
+    ///   the set meanwhile (it was closed, and its number may now name another file, which must not be watched in
+    ///   its place); anything else leaves it in the set (see ``Loop/dropRegistration(of:after:)``).
+    func resume(_ descriptor: CInt, events: Epoll.Events, tag: UInt64) throws(SystemError) {
+        try Epoll.modify(epoll, descriptor, events: events, data: tag)
     }
 
     /// Waits for events (blocking when `block`, else polling) and answers how many `buffer` holds.
@@ -181,7 +179,11 @@ final class Poller: Sendable {
     func finishWaiting(eventFDFired: Bool) {
         isWaiting.store(false, ordering: .sequentiallyConsistent)
         if eventFDFired {
-            try? EventFD.drain(wakeUpDescriptor)
+            do {
+                try EventFD.drain(wakeUpDescriptor)
+            } catch {
+                trap("RunLoopKit: reading the loop's wake-up eventfd failed: \(error)")
+            }
         }
         wakeUpPending.store(false, ordering: .releasing)
     }

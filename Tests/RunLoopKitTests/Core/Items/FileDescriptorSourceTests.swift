@@ -315,6 +315,32 @@ import Testing
         #expect(validity.all == [false, true])
     }
 
+    /// Closed behind the source's back and its number taken by another pipe (not watched by any source), then
+    /// `events` is changed: the kernel answers `ENOENT` (the new file is not in the set). The source is invalidated
+    /// with the reason, the new file is never watched in its place, and a run of the mode it was alone in finishes
+    /// (before, `isValid` flipped with no reason recorded; with no other item, `run()` never returned).
+    @Test func changingEventsOfASourceWhoseDescriptorWasClosedInvalidatesItWithTheReason() {
+        let outcome = Recorder<String>()
+        ItemsSupport.onLoopThread { loop in
+            let old = Pipe()
+            let number = old.readEnd
+            let source = try! FileDescriptorSource(descriptor: number, events: []) { _ in outcome.append("called") }
+            try! loop.add(source)
+            let new = Pipe()
+            precondition(dup2(new.readEnd, number) == number)  // Atomic: no parallel test takes the number.
+            Glibc.close(new.readEnd)
+            new.write()  // The new file is readable: watching it in the old source's place would call the handler.
+            source.events = .readable
+            outcome.append(
+                "valid \(source.isValid), failure \(source.failure.map { "\($0.code) \($0.errno ?? 0)" } ?? "nil")")
+            outcome.append("run: \(loop.run(in: .default, for: .seconds(5)))")
+            Glibc.close(number)
+            Glibc.close(new.writeEnd)
+            Glibc.close(old.writeEnd)
+        }
+        #expect(outcome.all == ["valid false, failure badDescriptor \(ENOENT)", "run: finished"])
+    }
+
     @Test func parkedSourceWhoseDescriptorNumberIsReusedNeverSeesTheNewDescriptor() {
         let calls = Recorder<String>()
         let results = Recorder<String>()

@@ -1,0 +1,228 @@
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+
+/// One cell of the fault matrix: a wrapped system call made to fail with one `errno` where one scenario makes it,
+/// and what the caller must see.
+struct FaultCase: Codable, Sendable, CustomTestStringConvertible {
+    /// Where the failing call is made.
+    enum Scenario: String, Codable, Sendable, CaseIterable {
+        /// `LoopThread(name:)` and `Loop.forCurrentThread()`: epoll_create1, eventfd, timerfd_create, the two
+        /// epoll_ctl(ADD) of the loop's own descriptors, pthread_create, prctl (the thread's name).
+        case loopCreation
+        /// `loop.add(FileDescriptorSource)`: epoll_ctl(ADD) of the source's descriptor.
+        case descriptorAdd
+        /// Setting `events` of a registered source on the loop's thread: epoll_ctl(MOD).
+        case descriptorModify
+        /// Setting `events` from another thread: epoll_ctl(MOD), applied by the loop at its next pass.
+        case descriptorModifyFromAnotherThread
+        /// A ready source none of whose modes runs is parked: epoll_ctl(MOD) to one-shot.
+        case descriptorPark
+        /// A parked source's mode runs again: epoll_ctl(MOD) back to its events.
+        case descriptorUnpark
+        /// `invalidate()` of a registered source: epoll_ctl(DEL).
+        case descriptorRemove
+        /// Waking a sleeping loop from another thread: write(2) of its eventfd.
+        case wakeUpWrite
+        /// The woken loop drains its eventfd: read(2).
+        case wakeUpRead
+        /// The loop's sleep: epoll_wait.
+        case wait
+        /// A timer arms the loop's timerfd: timerfd_settime.
+        case timerArm
+        /// `SignalSource(signal:)`: eventfd, sigaction.
+        case signalSourceCreate
+        /// A delivery: the relay's write(2) from its C signal handler.
+        case signalRelayWrite
+        /// The source's loop drains its eventfd: read(2).
+        case signalSourceRead
+        /// `ChildExitSource(pid:)`: pidfd_open, waitid (the check that it is our child).
+        case childExitCreate
+        /// The child exited: waitid (look, then reap).
+        case childExitReap
+        /// A thread's name for a message (a stall report, a misuse trap): open(2) and read(2) of its `comm` file.
+        case threadNameLookup
+    }
+
+    /// What the caller must see.
+    enum Expectation: Codable, Sendable, Equatable {
+        /// Nothing: the call is retried (`EINTR`) or the failure changes nothing (`EAGAIN` on an eventfd).
+        case transparent
+        /// The operation throws a `LoopError` with this code (its `description`) and the injected `errno`.
+        case typedError(String)
+        /// The item is invalidated by the loop, its `failure` carrying this code.
+        case invalidated(String)
+        /// The process traps, the message naming the call and its `errno`.
+        case trap
+        /// The failure is harmless and ignored (a closed descriptor already out of the set; a thread name).
+        case tolerated
+    }
+
+    let call: String
+    let errno: CInt
+    let scenario: Scenario
+    let expectation: Expectation
+    /// Matching calls let through before the failures.
+    var skip = 0
+    /// Failures in a row (`EINTR` runs are long).
+    var times = 1
+
+    var fault: FaultInjection.Fault { .init(call, errno, skip: skip, times: times) }
+
+    var testDescription: String {
+        "\(scenario.rawValue): \(call) → \(Self.errnoName(errno))\(skip > 0 ? " (after \(skip))" : "")"
+            + "\(times > 1 ? " ×\(times)" : "") ⇒ \(expectation)"
+    }
+
+    static func errnoName(_ code: CInt) -> String {
+        let names: [CInt: String] = [
+            EINTR: "EINTR", EAGAIN: "EAGAIN", EBADF: "EBADF", EEXIST: "EEXIST", EINVAL: "EINVAL", ELOOP: "ELOOP",
+            ENOMEM: "ENOMEM", ENOSPC: "ENOSPC", EPERM: "EPERM", ENOENT: "ENOENT", EMFILE: "EMFILE", ENFILE: "ENFILE",
+            ENODEV: "ENODEV", EFAULT: "EFAULT", ESRCH: "ESRCH", ENOSYS: "ENOSYS", ECHILD: "ECHILD", EACCES: "EACCES",
+            EIO: "EIO",
+        ]
+        return names[code] ?? "errno \(code)"
+    }
+}
+
+/// Every wrapped system call, every `errno` its manual page lists, and what the caller sees: the table
+/// Docs/Reliability.md prints.
+enum FaultMatrix {
+    /// A long run of `EINTR`: retried every time, never seen.
+    static let interruptRun = 1_000
+
+    static let cases: [FaultCase] =
+        loopCreation + descriptors + wakeUps + waitsAndTimers + signals + children + threadNames
+
+    /// A name is only decoration: a message without it is still the message.
+    static let threadNames: [FaultCase] =
+        rows(
+            "open", .threadNameLookup,
+            [
+                (EINTR, .transparent), (EMFILE, .tolerated), (ENFILE, .tolerated), (ENOENT, .tolerated),
+                (EACCES, .tolerated),
+            ])
+        + rows("read", .threadNameLookup, [(EINTR, .transparent), (EIO, .tolerated)])
+
+    private static func rows(
+        _ call: String,
+        _ scenario: FaultCase.Scenario,
+        skip: Int = 0,
+        _ expectations: [(CInt, FaultCase.Expectation)]
+    ) -> [FaultCase] {
+        expectations.map { code, expectation in
+            FaultCase(
+                call: call, errno: code, scenario: scenario, expectation: expectation, skip: skip,
+                times: code == EINTR ? interruptRun : 1)
+        }
+    }
+
+    private static let failed = "systemCallFailed"
+
+    static let loopCreation: [FaultCase] =
+        rows(
+            "epoll_create1", .loopCreation,
+            [
+                (EINTR, .transparent), (EMFILE, .typedError(failed)), (ENFILE, .typedError(failed)),
+                (ENOMEM, .typedError(failed)), (EINVAL, .typedError(failed)),
+            ])
+        + rows(
+            "eventfd", .loopCreation,
+            [
+                (EINTR, .transparent), (EMFILE, .typedError(failed)), (ENFILE, .typedError(failed)),
+                (ENODEV, .typedError(failed)), (ENOMEM, .typedError(failed)), (EINVAL, .typedError(failed)),
+            ])
+        + rows(
+            "timerfd_create", .loopCreation,
+            [
+                (EINTR, .transparent), (EMFILE, .typedError(failed)), (ENFILE, .typedError(failed)),
+                (ENODEV, .typedError(failed)), (ENOMEM, .typedError(failed)), (EINVAL, .typedError(failed)),
+            ])
+        // The eventfd's registration (skip 0) and the timerfd's (skip 1): the timerfd leaked before the fix.
+        + [0, 1].flatMap { skip in
+            rows(
+                "epoll_ctl(EPOLL_CTL_ADD)", .loopCreation, skip: skip,
+                [
+                    (EINTR, .transparent), (ENOSPC, .typedError(failed)), (ENOMEM, .typedError(failed)),
+                    (EBADF, .typedError("badDescriptor")), (EEXIST, .typedError("descriptorAlreadyRegistered")),
+                    (EINVAL, .typedError(failed)), (ELOOP, .typedError(failed)),
+                    (EPERM, .typedError("descriptorNotPollable")),
+                ])
+        }
+        + rows(
+            "pthread_create", .loopCreation,
+            [(EAGAIN, .typedError(failed)), (EINVAL, .typedError(failed)), (EPERM, .typedError(failed))])
+        + rows(
+            "prctl(PR_SET_NAME)", .loopCreation, [(EINTR, .transparent), (EINVAL, .tolerated), (EFAULT, .tolerated)])
+
+    static let descriptors: [FaultCase] =
+        rows(
+            "epoll_ctl(EPOLL_CTL_ADD)", .descriptorAdd,
+            [
+                (EINTR, .transparent), (ENOSPC, .typedError(failed)), (ENOMEM, .typedError(failed)),
+                (EBADF, .typedError("badDescriptor")), (EEXIST, .typedError("descriptorAlreadyRegistered")),
+                (EINVAL, .typedError(failed)), (ELOOP, .typedError(failed)),
+                (EPERM, .typedError("descriptorNotPollable")),
+            ])
+        + [FaultCase.Scenario.descriptorModify, .descriptorModifyFromAnotherThread, .descriptorPark, .descriptorUnpark]
+        .flatMap { scenario in
+            rows(
+                "epoll_ctl(EPOLL_CTL_MOD)", scenario,
+                [
+                    (EINTR, .transparent), (ENOMEM, .invalidated(failed)), (EINVAL, .invalidated(failed)),
+                    (EBADF, .invalidated("badDescriptor")), (ENOENT, .invalidated("badDescriptor")),
+                    (EPERM, .invalidated("badDescriptor")),
+                ])
+        }
+        + rows(
+            "epoll_ctl(EPOLL_CTL_DEL)", .descriptorRemove,
+            [
+                (EINTR, .transparent), (EBADF, .tolerated), (ENOENT, .tolerated), (EPERM, .tolerated),
+                (ENOMEM, .trap), (EINVAL, .trap),
+            ])
+
+    static let wakeUps: [FaultCase] =
+        // EAGAIN (counter at its maximum) counts as success because the eventfd is readable then; an injected one
+        // would describe an eventfd that is not, a state the kernel cannot be in.
+        rows("write", .wakeUpWrite, [(EINTR, .transparent), (EBADF, .trap), (EINVAL, .trap)])
+        + rows("read", .wakeUpRead, [(EINTR, .transparent), (EAGAIN, .transparent), (EBADF, .trap), (EINVAL, .trap)])
+
+    static let waitsAndTimers: [FaultCase] =
+        rows("epoll_wait", .wait, [(EINTR, .transparent), (EBADF, .trap), (EFAULT, .trap), (EINVAL, .trap)])
+        + rows("timerfd_settime", .timerArm, [(EINTR, .transparent), (EBADF, .trap), (EFAULT, .trap), (EINVAL, .trap)])
+
+    static let signals: [FaultCase] =
+        rows(
+            "eventfd", .signalSourceCreate,
+            [
+                (EINTR, .transparent), (EMFILE, .typedError(failed)), (ENFILE, .typedError(failed)),
+                (ENODEV, .typedError(failed)), (ENOMEM, .typedError(failed)), (EINVAL, .typedError(failed)),
+            ])
+        + rows(
+            "sigaction", .signalSourceCreate,
+            [(EINTR, .transparent), (EINVAL, .typedError(failed)), (EFAULT, .typedError(failed))])
+        // The count lives in the relay: a failed wake-up delays the report to the next delivery, loses nothing.
+        + rows(
+            FaultInjection.relayWriteCall, .signalRelayWrite,
+            [(EAGAIN, .transparent), (EBADF, .transparent), (EINVAL, .transparent)])
+        + rows(
+            "read", .signalSourceRead, [(EINTR, .transparent), (EAGAIN, .transparent), (EBADF, .trap), (EINVAL, .trap)])
+
+    static let children: [FaultCase] =
+        rows(
+            "pidfd_open", .childExitCreate,
+            [
+                (EINTR, .transparent), (EMFILE, .typedError(failed)), (ENFILE, .typedError(failed)),
+                (ENODEV, .typedError(failed)), (ENOMEM, .typedError(failed)), (ESRCH, .typedError("invalidArgument")),
+                (EINVAL, .typedError("invalidArgument")), (ENOSYS, .typedError("unsupported")),
+            ])
+        + rows(
+            "waitid", .childExitCreate,
+            [(EINTR, .transparent), (ECHILD, .typedError("invalidArgument")), (EINVAL, .typedError("unsupported"))])
+        // The source is made before the fault: the exit's look at the child fails (ECHILD: it was reaped elsewhere,
+        // so it exited: the reap then answers for itself).
+        + rows("waitid", .childExitReap, [(EINTR, .transparent), (ECHILD, .transparent), (EINVAL, .trap)])
+        // skip 1: the reap fails; ECHILD means someone else reaped it (the handler hears `reapedElsewhere`).
+        + rows("waitid", .childExitReap, skip: 1, [(EINTR, .transparent), (ECHILD, .tolerated), (EINVAL, .trap)])
+}
