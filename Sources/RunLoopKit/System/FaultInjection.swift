@@ -56,8 +56,8 @@ package enum FaultInjection {
     }
 
     private static let isActive = Atomic<Bool>(false)
-    private static let script = Mutex(Script())
-    private static let ledger = Mutex([CInt: String]())
+    private static let script = Locked(Script())
+    private static let ledger = Locked([CInt: String]())
 
     /// Installs `faults`, replacing any script; the ledger keeps counting. Any thread.
     package static func install(_ faults: [Fault]) {

@@ -87,8 +87,13 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     nonisolated(unsafe) var registeredEvents: Events = []
     /// Whether the loop took the descriptor out of its epoll set while no mode of the source is running.
     nonisolated(unsafe) var isParked = false
-    /// Why the loop invalidated the source, when it did.
-    private let recordedFailure = Mutex<LoopError?>(nil)
+    /// Why the loop invalidated the source, when it did: set once, allocated only then.
+    private let recordedFailure = AtomicLazyReference<RecordedFailure>()
+
+    private final class RecordedFailure: Sendable {
+        let error: LoopError
+        init(_ error: LoopError) { self.error = error }
+    }
 
     private static let generations = Atomic<UInt32>(0)
 
@@ -178,12 +183,12 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     ///
     /// `events` can be set from any thread and applies on the loop's thread, so a failure cannot be thrown to the
     /// setter: it is recorded here, and ``LoopItem/isValid`` turns false.
-    public var failure: LoopError? { recordedFailure.withLock { $0 } }
+    public var failure: LoopError? { recordedFailure.load()?.error }
 
     /// Records `error` as ``failure`` and invalidates the source. Loop thread only.
     func fail(with error: LoopError) {
         guard isValid else { return }  // Its owner invalidated it first: no failure to report.
-        recordedFailure.withLock { $0 = $0 ?? error }
+        _ = recordedFailure.storeIfNil(RecordedFailure(error))
         invalidate()
     }
 
