@@ -8,11 +8,17 @@ import Synchronization
 ///
 /// A `pthread_atfork` child handler, installed when the first loop is created, bumps a process generation and
 /// forgets the forking thread's loop. Every loop records the generation it was made in; in the child, older
-/// loops cannot be run (that traps, saying "loop created before fork()"), their wake-ups do nothing, adding to
-/// them throws, and ``Loop/current`` and ``Loop/main`` hand out fresh loops.
+/// loops cannot be run (that traps, saying "loop created before fork()"), their wake-ups do nothing, they are
+/// ``Loop/isTerminated``, they refuse blocks, item changes and callbacks as a loop whose thread exited does (adding
+/// to them throws `loopTerminated`, an actor job for them traps), and ``Loop/current`` and ``Loop/main`` hand out
+/// fresh loops. A ``LoopThread`` made before the fork is stopped in the child. Nothing in the child takes a lock of
+/// a parent's loop (a parent thread may have held it at the fork, for good in the child) or calls `epoll_ctl` on
+/// its epoll set (the parent's own, shared through the inherited descriptor).
 ///
-/// Cost: nothing on the hot paths. A run's entry does one relaxed atomic load; a wake-up does one only when it is
-/// about to write the eventfd anyway.
+/// Cost: nothing on the loop thread's paths. A run's entry does one relaxed atomic load; a wake-up does one only
+/// when it is about to write the eventfd anyway; a post from another thread (block, job, item change) does one
+/// before taking the inbox's lock, and the first one that finds a parent's loop marks its lifecycle, so later posts
+/// stop at the lifecycle check they make anyway.
 enum ForkGuard {
     /// Bumped in every child of `fork()`, in the child only.
     static let generation = Atomic<UInt64>(0)
@@ -55,5 +61,15 @@ enum ForkGuard {
 
 extension Loop {
     /// Whether the loop was created in an ancestor of this process (before a `fork()`), so it must not be used.
+    @inline(__always)
     var createdBeforeFork: Bool { ForkGuard.isStale(poller.forkGeneration) }
+
+    /// The slow path of a post from another thread that found the loop made before `fork()`: no thread of this
+    /// process will ever run it, so it moves to ``Lifecycle/tearingDown`` for good (never ``Lifecycle/released``:
+    /// its items were not torn down, so they must not join another loop). Later posts then stop at the lifecycle
+    /// check. Touches only the lifecycle atomic, no lock. Any thread of the child.
+    @inline(never)
+    func markTerminatedInForkChild() {
+        _ = control.lifecycle.compareExchange(expected: .alive, desired: .tearingDown, ordering: .acquiringAndReleasing)
+    }
 }

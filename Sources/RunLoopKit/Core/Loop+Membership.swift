@@ -94,7 +94,7 @@ extension Loop {
             throw LoopError(.invalidated, message: "an invalidated item cannot be added to a loop")
         }
         // Checked before binding, so an item offered to a dead loop stays free for a live one.
-        guard !isTerminated else {
+        guard !hasExited else {
             throw LoopError(.loopTerminated, message: "the loop's thread has exited")
         }
         guard !createdBeforeFork else {

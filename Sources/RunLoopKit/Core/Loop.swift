@@ -127,7 +127,17 @@ public final class Loop: @unchecked Sendable {
 
     /// Whether the loop's thread has exited and the loop was torn down: its items were removed, and it accepts no
     /// item or block any more. Safe from any thread; once true, true for good.
-    public var isTerminated: Bool { control.lifecycle.load(ordering: .acquiring) != .alive }
+    ///
+    /// In the child of a `fork()`, every loop created before the fork (in the parent) is terminated too: its thread
+    /// does not exist in the child, so it refuses work as a loop whose thread exited does. Its items stay bound to
+    /// it (it was never torn down), so they cannot join the child's loops.
+    public var isTerminated: Bool { hasExited || createdBeforeFork }
+
+    /// Whether the loop's lifecycle has left ``Lifecycle/alive`` (its thread is exiting or exited, or a post found it
+    /// made before `fork()`): the hot paths' check, one load. A loop made before `fork()` that nothing has posted to
+    /// yet in the child is still `alive` here; the cross-thread paths check ``createdBeforeFork`` themselves.
+    @inline(__always)
+    var hasExited: Bool { control.lifecycle.load(ordering: .acquiring) != .alive }
 
     /// Whether the loop is asleep in `epoll_wait` (or about to be). Safe from any thread; may be stale at once.
     public var isWaiting: Bool { poller.isWaiting.load(ordering: .relaxed) }
@@ -161,7 +171,8 @@ public final class Loop: @unchecked Sendable {
         if isCurrent {
             change()
         } else {
-            guard !isTerminated else { return }
+            guard !hasExited else { return }
+            guard !createdBeforeFork else { return markTerminatedInForkChild() }  // No thread here would apply it.
             if inbox.post(change: change) == .queuedFirst { poller.wakeIfSleeping() }
         }
     }
