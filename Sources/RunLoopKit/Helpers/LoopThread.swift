@@ -35,12 +35,14 @@ public final class LoopThread: Sendable {
     /// The worker's kernel thread id (as `gettid(2)` would say), 0 if `/proc` is not mounted.
     public let threadID: pid_t
 
-    private let worker: Worker
+    /// Internal (not private) so the fork tests can tell whether a stop ran in a child of `fork()`.
+    let worker: Worker
     /// The pthread and whether it has been joined or detached. The mutex is held while joining, so concurrent
     /// ``stop()`` calls all return after the thread exited.
-    private let handle: Locked<Handle>
+    /// Internal (not private) so the fork tests can tell whether a child of `fork()` joined the thread.
+    let handle: Locked<Handle>
 
-    private struct Handle {
+    struct Handle {
         let thread: pthread_t
         var released = false
     }
