@@ -36,11 +36,8 @@ extension Loop {
     ///   created before a `fork()` of this process), so the block will never run.
     @discardableResult
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
-        guard !modes.isEmpty else { return false }
-        guard !createdBeforeFork else {  // Before the modes' lock, which a parent thread may have held at the fork.
-            markTerminatedInForkChild()
-            return false
-        }
+        // Terminated: checked before the modes' lock, which, in a fork() child, a parent thread may have held.
+        guard !modes.isEmpty, !isTerminated else { return false }
         for mode in modes where mode != .default && mode != .common {
             publishedModes.withLock { names in names.noteNamedByBlock(mode) }
         }
@@ -84,24 +81,18 @@ extension Loop {
     /// now on (as CF creates a block's modes), and answers the one-element list such blocks hold, made once per
     /// mode so that queueing allocates nothing.
     private func blockModeList(naming mode: Mode) -> [Mode] {
-        // A parent's loop in a fork() child refuses the block anyway: its lock, which a parent thread may have held
-        // at the fork, is not taken.
-        guard !createdBeforeFork else { return [mode] }
+        // A terminated loop refuses the block anyway; in a fork() child a parent thread may have held the lock.
+        guard !isTerminated else { return [mode] }
         return publishedModes.withLock { names in names.blockModeList(naming: mode) }
     }
 
     @inline(__always)
     private func post(_ block: consuming PendingBlock) -> Bool {
-        if hasExited { return false }
+        // Also refuses, before the inbox's lock, a parent's loop in a fork() child (see ``ForkGuard``).
+        if isTerminated { return false }
         if isCurrent {
             blocks.append(block, pool: inbox.segments)
             return true
-        }
-        // A parent's loop in a fork() child: no thread will ever take the block (and the inbox's lock may have been
-        // held by a parent thread at the fork). Refused before the lock; one relaxed load.
-        if createdBeforeFork {
-            markTerminatedInForkChild()
-            return false
         }
         switch inbox.post(block, isClosureBlock: true) {
         case .refused:  // The thread is exiting, or its LoopThread is stopping (``refuseBlocksForLoopThreadDrain()``).

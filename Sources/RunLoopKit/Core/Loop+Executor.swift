@@ -53,8 +53,7 @@ extension Loop {
             blocks.append(block, pool: inbox.segments)
             return
         }
-        guard !hasExited else { trapJobForExitedThread() }
-        guard !createdBeforeFork else { trapJobForLoopCreatedBeforeFork() }  // Before the inbox's lock.
+        guard !isTerminated else { trapJobForExitedThread() }  // A parent's loop in a fork() child included.
         switch inbox.post(block, isClosureBlock: false) {
         case .refused: trapJobForExitedThread()
         case .queuedFirst: poller.wakeIfSleeping()
@@ -62,21 +61,19 @@ extension Loop {
         }
     }
 
-    /// Traps for a job enqueued after the loop's thread exited.
+    /// Traps for a job enqueued after the loop's thread exited (or, in a `fork()` child, on a loop created before
+    /// the fork: as for a loop whose thread exited, no thread of this process will ever run it).
     func trapJobForExitedThread() -> Never {
+        if createdBeforeFork {
+            trap(
+                "RunLoopKit: an actor job was enqueued on \(loopDescriptionForTraps) in a child of fork(): "
+                    + ForkGuard.message)
+        }
         trap(
             "RunLoopKit: an actor job was enqueued on \(loopDescriptionForTraps), whose thread has exited: the "
                 + "actor's loop thread is gone and the job must not run on another thread (a programming error: keep "
                 + "the thread, e.g. its LoopThread, alive while its actors are used; called from thread "
                 + "\(ThreadIdentity.currentThreadID()))")
-    }
-
-    /// Traps for a job enqueued, in a `fork()` child, on a loop created before the fork: as for a loop whose thread
-    /// exited, no thread of this process will ever run it.
-    func trapJobForLoopCreatedBeforeFork() -> Never {
-        trap(
-            "RunLoopKit: an actor job was enqueued on \(loopDescriptionForTraps) in a child of fork(): "
-                + ForkGuard.message)
     }
 
     /// Traps unless the caller is on the loop's thread; the message names both threads. Any thread.

@@ -49,18 +49,12 @@ extension Loop {
             }
             toleranceNanoseconds = tolerance.saturatingNanoseconds
         }
-        guard !hasExited else {
-            throw LoopError(.loopTerminated, message: "the loop's thread has exited")
-        }
+        guard !isTerminated else { throw terminatedLoopError }  // A parent's loop in a fork() child included.
         let fireNanoseconds = fireTime.nanoseconds
         if isCurrent {
             let (slot, generation) = insertCallback(
                 fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, callback)
             return ScheduledCallback(loopSerial: identity.serial, slot: slot, key: UInt64(generation))
-        }
-        guard !createdBeforeFork else {  // Before the inbox's lock, which a parent thread may have held at the fork.
-            markTerminatedInForkChild()
-            throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
         }
         let id = TimerTable.remoteCallbackIDs.add(1, ordering: .relaxed).newValue
         let posting = inbox.post(change: { [self, toleranceNanoseconds] in
@@ -97,7 +91,7 @@ extension Loop {
         guard callback.loopSerial == identity.serial else { return }
         if isCurrent {
             cancelNow(callback)
-        } else if !isTerminated {  // A parent's loop in a fork() child included: nothing there runs the callback.
+        } else if !isTerminated {
             if inbox.post(change: { [self] in cancelNow(callback) }) == .queuedFirst { poller.wakeIfSleeping() }
         }
     }
