@@ -7,7 +7,8 @@ extension LoopThread {
     /// task cancelled while the block waits for its pass resumes at once with `CancellationError`, and the block
     /// is skipped when its turn comes. Once `work` has started, the call waits for it and returns its result.
     /// - Throws: What `work` throws; ``LoopError/Code/threadStopped`` once ``stop()`` has begun (before `work`
-    ///   ran: blocks accepted before the stop still run); `CancellationError` as above.
+    ///   ran: blocks accepted before the stop still run) or in the child of a `fork()` for a `LoopThread` made
+    ///   before it (see ``isStopped``); `CancellationError` as above.
     @discardableResult
     public func run<Value: Sendable>(
         in mode: Loop.Mode = .default,
@@ -21,7 +22,8 @@ extension LoopThread {
     ///
     /// See ``run(in:_:)-(Loop.Mode,_)`` for cancellation.
     /// - Throws: What `work` throws; ``LoopError/Code/invalidArgument`` for an empty `modes`;
-    ///   ``LoopError/Code/threadStopped`` once ``stop()`` has begun; `CancellationError`.
+    ///   ``LoopError/Code/threadStopped`` once ``stop()`` has begun or in a `fork()` child (see ``isStopped``);
+    ///   `CancellationError`.
     @discardableResult
     public func run<Value: Sendable>(
         in modes: [Loop.Mode],
@@ -44,7 +46,7 @@ extension LoopThread {
                 guard waiter.claim() else { return }
                 waiter.finish(Result { try work() })
             }
-            if !accepted { waiter.finish(.failure(LoopThread.stoppedError())) }
+            if !accepted { waiter.finish(.failure(self.stoppedError())) }
         }
     }
 }

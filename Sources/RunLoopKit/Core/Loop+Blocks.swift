@@ -9,7 +9,8 @@ extension Loop {
     /// Safe from any thread. Blocks run in the order they were queued (per thread). A block for a mode that is not
     /// running waits for a pass in it; ``Mode/common`` matches every common mode. Unlike CF, a block queued from
     /// another thread wakes the loop if it sleeps.
-    /// - Returns: `false` if the loop's thread has exited, so the block will never run.
+    /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
+    ///   `fork()` of this process), so the block will never run.
     @discardableResult
     public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
         post(PendingBlock(modes: blockModes(for: mode), closure: block))
@@ -20,7 +21,8 @@ extension Loop {
     ///
     /// The call `loop.perform { … }` lands here: without a mode argument for the caller to build and release, it
     /// is the cheapest way to post.
-    /// - Returns: `false` if the loop's thread has exited, so the block will never run.
+    /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
+    ///   `fork()` of this process), so the block will never run.
     @discardableResult
     public func perform(_ block: @escaping @Sendable () -> Void) -> Bool {
         post(PendingBlock(modes: .defaultMode, closure: block))
@@ -30,10 +32,12 @@ extension Loop {
     ///
     /// See ``perform(in:_:)-(Mode,_)``. An empty `modes` list names no pass the block could run in: the block is
     /// dropped at once (not kept forever, never to run) and the call answers `false`.
-    /// - Returns: `false` if `modes` is empty or the loop's thread has exited, so the block will never run.
+    /// - Returns: `false` if `modes` is empty or the loop is ``isTerminated`` (its thread has exited, or it was
+    ///   created before a `fork()` of this process), so the block will never run.
     @discardableResult
     public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
-        guard !modes.isEmpty else { return false }
+        // Terminated: checked before the modes' lock, which, in a fork() child, a parent thread may have held.
+        guard !modes.isEmpty, !isTerminated else { return false }
         for mode in modes where mode != .default && mode != .common {
             publishedModes.withLock { names in names.noteNamedByBlock(mode) }
         }
@@ -49,7 +53,8 @@ extension Loop {
     /// compiler refuses a closure that would), and `argument` is one word the loop stores in the queue: an index
     /// into a table of yours, a count, or the bits of an `Unmanaged` reference. CF's version 0 sources and libuv's
     /// callbacks pass their data the same way.
-    /// - Returns: `false` if the loop's thread has exited, so the call will never happen.
+    /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
+    ///   `fork()` of this process), so the call will never happen.
     @discardableResult
     public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
         post(PendingBlock(modes: .defaultMode, call: FunctionCall(function: function, argument: argument)))
@@ -57,7 +62,8 @@ extension Loop {
 
     /// Queues a call of `function(argument)` for a pass in `mode` (or any common mode, for ``Mode/common``); see
     /// ``perform(with:_:)``. Safe from any thread.
-    /// - Returns: `false` if the loop's thread has exited, so the call will never happen.
+    /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
+    ///   `fork()` of this process), so the call will never happen.
     @discardableResult
     public func perform(in mode: Mode, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
         post(PendingBlock(modes: blockModes(for: mode), call: FunctionCall(function: function, argument: argument)))
@@ -75,11 +81,14 @@ extension Loop {
     /// now on (as CF creates a block's modes), and answers the one-element list such blocks hold, made once per
     /// mode so that queueing allocates nothing.
     private func blockModeList(naming mode: Mode) -> [Mode] {
-        publishedModes.withLock { names in names.blockModeList(naming: mode) }
+        // A terminated loop refuses the block anyway; in a fork() child a parent thread may have held the lock.
+        guard !isTerminated else { return [mode] }
+        return publishedModes.withLock { names in names.blockModeList(naming: mode) }
     }
 
     @inline(__always)
     private func post(_ block: consuming PendingBlock) -> Bool {
+        // Also refuses, before the inbox's lock, a parent's loop in a fork() child (see ``ForkGuard``).
         if isTerminated { return false }
         if isCurrent {
             blocks.append(block, pool: inbox.segments)

@@ -6,7 +6,8 @@ extension Loop {
     enum Lifecycle: UInt8, AtomicRepresentable {
         /// Its thread is alive: the loop takes items, blocks and jobs.
         case alive
-        /// Its thread is exiting and the teardown has begun: nothing more is accepted (``Loop/isTerminated``).
+        /// Its thread is exiting and the teardown has begun: nothing more is accepted (``Loop/isTerminated``). Also,
+        /// for good, every loop of the parent in a child of `fork()`, where it has no thread (see ``ForkGuard``).
         case tearingDown
         /// The teardown is over: every item was taken out and reset, so it may join another loop
         /// (``LoopItem/bind(to:)``).

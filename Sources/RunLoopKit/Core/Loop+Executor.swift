@@ -15,7 +15,8 @@ extension Loop: SerialExecutor {
     /// Allocates nothing beyond the runtime's job; from another thread it costs a short lock and, only if the loop
     /// sleeps, one eventfd write. A job that arrives after the loop's thread exited (``isTerminated``) traps: it can
     /// never run on the actor's thread, and must not run on another (a programming error: keep the thread, e.g. its
-    /// ``LoopThread``, alive while its actors are used). Use ``executor(in:)`` to choose other modes.
+    /// ``LoopThread``, alive while its actors are used). So does a job enqueued, in the child of a `fork()`, on a
+    /// loop created before the fork. Use ``executor(in:)`` to choose other modes.
     public func enqueue(_ job: consuming ExecutorJob) {
         enqueueJob(UnownedJob(job), in: .commonModes, on: asUnownedSerialExecutor())
     }
@@ -52,7 +53,7 @@ extension Loop {
             blocks.append(block, pool: inbox.segments)
             return
         }
-        guard !isTerminated else { trapJobForExitedThread() }
+        guard !isTerminated else { trapJobForExitedThread() }  // A parent's loop in a fork() child included.
         switch inbox.post(block, isClosureBlock: false) {
         case .refused: trapJobForExitedThread()
         case .queuedFirst: poller.wakeIfSleeping()
@@ -60,8 +61,14 @@ extension Loop {
         }
     }
 
-    /// Traps for a job enqueued after the loop's thread exited.
+    /// Traps for a job enqueued after the loop's thread exited (or, in a `fork()` child, on a loop created before
+    /// the fork: as for a loop whose thread exited, no thread of this process will ever run it).
     func trapJobForExitedThread() -> Never {
+        if createdBeforeFork {
+            trap(
+                "RunLoopKit: an actor job was enqueued on \(loopDescriptionForTraps) in a child of fork(): "
+                    + ForkGuard.message)
+        }
         trap(
             "RunLoopKit: an actor job was enqueued on \(loopDescriptionForTraps), whose thread has exited: the "
                 + "actor's loop thread is gone and the job must not run on another thread (a programming error: keep "

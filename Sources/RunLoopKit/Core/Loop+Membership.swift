@@ -94,12 +94,7 @@ extension Loop {
             throw LoopError(.invalidated, message: "an invalidated item cannot be added to a loop")
         }
         // Checked before binding, so an item offered to a dead loop stays free for a live one.
-        guard !isTerminated else {
-            throw LoopError(.loopTerminated, message: "the loop's thread has exited")
-        }
-        guard !createdBeforeFork else {
-            throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
-        }
+        guard !isTerminated else { throw terminatedLoopError }  // A parent's loop in a fork() child included.
         guard base.bind(to: self) else {
             throw LoopError(.ownedByAnotherLoop, message: "the item already belongs to another loop")
         }

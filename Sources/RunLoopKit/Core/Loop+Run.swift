@@ -61,8 +61,8 @@ extension Loop {
 
     /// `CFRunLoopRunSpecific`: checks the mode, brackets the passes with entry and exit, restores the outer run.
     private func run(mode name: Mode, deadline: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
+        require(!createdBeforeFork, ForkGuard.message)  // First: in a fork() child such a loop is terminated too.
         require(!isTerminated, "RunLoopKit: running a loop whose thread has exited")
-        require(!createdBeforeFork, ForkGuard.message)
         guard name != .common else { return .finished }
         applyChanges()
         guard let state = existingMode(named: name) ?? modeNamedByPendingBlock(name), !isEmpty(state) else {

@@ -49,17 +49,12 @@ extension Loop {
             }
             toleranceNanoseconds = tolerance.saturatingNanoseconds
         }
-        guard !isTerminated else {
-            throw LoopError(.loopTerminated, message: "the loop's thread has exited")
-        }
+        guard !isTerminated else { throw terminatedLoopError }  // A parent's loop in a fork() child included.
         let fireNanoseconds = fireTime.nanoseconds
         if isCurrent {
             let (slot, generation) = insertCallback(
                 fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, callback)
             return ScheduledCallback(loopSerial: identity.serial, slot: slot, key: UInt64(generation))
-        }
-        guard !createdBeforeFork else {
-            throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
         }
         let id = TimerTable.remoteCallbackIDs.add(1, ordering: .relaxed).newValue
         let posting = inbox.post(change: { [self, toleranceNanoseconds] in
@@ -90,7 +85,8 @@ extension Loop {
     /// waiting for it: a callback already running, or due and fired before that, still runs. (A ``LoopTimer`` can
     /// promise more there, because its `invalidate()` marks the object itself; use one when a cancel from another
     /// thread must stop a firing at once.) A callback that already ran or was cancelled, or one of another loop, is
-    /// ignored.
+    /// ignored; so is a cancel sent from another thread to a loop that is ``isTerminated`` (none of its callbacks
+    /// will run).
     public func cancel(_ callback: ScheduledCallback) {
         guard callback.loopSerial == identity.serial else { return }
         if isCurrent {

@@ -62,9 +62,15 @@ public final class Loop: @unchecked Sendable {
     /// Reusable arrays and buffers, so a pass allocates nothing in the steady state.
     @exclusivity(unchecked) var scratch = ScratchPools()
 
-    /// Creates a loop with its three descriptors.
+    // MARK: Set once
+
+    /// The loop's slot in ``LiveLoops``, the table the `fork()` child handler walks; -1 until `init` registers it.
+    /// Written once, at the end of `init`, read in `deinit`.
+    private var forkTableSlot = -1
+
+    /// Creates a loop with its three descriptors, and registers it for the `fork()` child handler (``ForkGuard``).
     /// - Throws: ``LoopError/Code/systemCallFailed`` when the epoll set, the eventfd or the timerfd cannot be made
-    ///   (typically `EMFILE`: the process is out of descriptors).
+    ///   (typically `EMFILE`: the process is out of descriptors), or when a million loops are alive already.
     private init(isMain: Bool) throws(LoopError) {
         do {
             poller = try Poller()
@@ -75,12 +81,19 @@ public final class Loop: @unchecked Sendable {
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
         control = Control(servesMainQueue: isMain && poller.forkGeneration == 0)
         _ = mode(named: .default)
+        forkTableSlot = LiveLoops.insert(Unmanaged.passUnretained(self).toOpaque())
+        guard forkTableSlot >= 0 else {
+            throw LoopError(
+                .systemCallFailed, errno: ENOMEM,
+                message: "creating a loop: \(LiveLoops.capacity) loops are alive already")
+        }
     }
 
     static func makeForCurrentThread() throws(LoopError) -> Loop { try Loop(isMain: false) }
     static func makeForMainThread() throws(LoopError) -> Loop { try Loop(isMain: true) }
 
     deinit {
+        LiveLoops.remove(forkTableSlot)  // First: a fork() from now on must not reach this loop.
         poller.close()
         scratch.deallocateEventBuffers()
     }
@@ -127,6 +140,10 @@ public final class Loop: @unchecked Sendable {
 
     /// Whether the loop's thread has exited and the loop was torn down: its items were removed, and it accepts no
     /// item or block any more. Safe from any thread; once true, true for good.
+    ///
+    /// In the child of a `fork()`, every loop created before the fork (in the parent) is terminated from the start:
+    /// its thread does not exist in the child, so it refuses work as a loop whose thread exited does. Its items stay
+    /// bound to it (it was never torn down), so they cannot join the child's loops.
     public var isTerminated: Bool { control.lifecycle.load(ordering: .acquiring) != .alive }
 
     /// Whether the loop is asleep in `epoll_wait` (or about to be). Safe from any thread; may be stale at once.

@@ -123,8 +123,13 @@ extension LoopThread {
         }
     }
 
-    static func stoppedError() -> LoopError {
-        LoopError(.threadStopped, message: "the LoopThread was stopped and accepts no more work")
+    /// The error of work refused by a stopped ``LoopThread`` (or, in a `fork()` child, by one made before the fork).
+    func stoppedError() -> LoopError {
+        loop.createdBeforeFork
+            ? LoopError(
+                .threadStopped,
+                message: "the LoopThread was created before fork(): its thread does not exist in this child process")
+            : LoopError(.threadStopped, message: "the LoopThread was stopped and accepts no more work")
     }
 
     /// Rejects an empty mode list: a block for no mode could never run (the core drops it and answers `false`;

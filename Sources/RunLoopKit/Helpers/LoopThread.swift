@@ -16,6 +16,11 @@ import Synchronization
 /// result (`performAndWait`, `run`) throw ``LoopError/Code/threadStopped``. Dropping the last reference stops and
 /// joins the thread too.
 ///
+/// After `fork()`: the child has no copy of the worker thread, so in the child a `LoopThread` made before the fork
+/// is stopped (``isStopped`` answers `true`): `perform` answers `false`, `performAndWait` and `run` throw
+/// ``LoopError/Code/threadStopped``, and ``stop()`` and dropping the last reference return at once, without joining
+/// a thread that does not exist there or touching the parent's loop. Its ``loop`` is ``Loop/isTerminated``.
+///
 /// Actors: an actor whose `unownedExecutor` is `loop.asUnownedSerialExecutor()` (or a ``LoopExecutor`` of the
 /// loop) runs on the worker. Its jobs queued before the thread exits run in the drain at stop, as blocks do; a job
 /// that arrives after the thread exited traps (it cannot run on the actor's thread, and must not run elsewhere).
@@ -30,12 +35,14 @@ public final class LoopThread: Sendable {
     /// The worker's kernel thread id (as `gettid(2)` would say), 0 if `/proc` is not mounted.
     public let threadID: pid_t
 
-    private let worker: Worker
+    /// Internal (not private) so the fork tests can tell whether a stop ran in a child of `fork()`.
+    let worker: Worker
     /// The pthread and whether it has been joined or detached. The mutex is held while joining, so concurrent
     /// ``stop()`` calls all return after the thread exited.
-    private let handle: Locked<Handle>
+    /// Internal (not private) so the fork tests can tell whether a child of `fork()` joined the thread.
+    let handle: Locked<Handle>
 
-    private struct Handle {
+    struct Handle {
         let thread: pthread_t
         var released = false
     }
@@ -76,6 +83,8 @@ public final class LoopThread: Sendable {
     }
 
     deinit {
+        // A child of fork(): the thread is the parent's (there is none here to stop or join).
+        guard !loop.createdBeforeFork else { return }
         worker.requestStop()
         handle.withLock { handle in
             guard !handle.released else { return }
@@ -86,7 +95,10 @@ public final class LoopThread: Sendable {
     }
 
     /// Whether ``stop()`` has begun: from then on, submitted work is rejected. Safe from any thread.
-    public var isStopped: Bool { worker.isStopping }
+    ///
+    /// Also `true` in the child of a `fork()` for a `LoopThread` made before the fork: its thread does not exist
+    /// there.
+    public var isStopped: Bool { worker.isStopping || loop.createdBeforeFork }
 
     /// Queues `work` to run once on the worker, at the next block point of a pass in `mode`. Safe from any thread.
     ///
@@ -94,8 +106,8 @@ public final class LoopThread: Sendable {
     ///   - mode: The mode whose pass runs the block. The worker runs ``Loop/Mode/default``, so blocks for other
     ///     modes wait for a nested run of their mode (or for the drain at stop).
     ///   - work: The block; it runs on the worker's thread.
-    /// - Returns: `false` once ``stop()`` has begun: the block was refused and will never run. `true`: it runs
-    ///   exactly once.
+    /// - Returns: `false` once ``stop()`` has begun (or in the child of a `fork()`, see ``isStopped``): the block was
+    ///   refused and will never run. `true`: it runs exactly once.
     @discardableResult
     public func perform(in mode: Loop.Mode = .default, _ work: @escaping @Sendable () -> Void) -> Bool {
         worker.admit(work, in: mode, on: loop)
@@ -106,7 +118,8 @@ public final class LoopThread: Sendable {
     /// argument to build. Safe from any thread.
     ///
     /// - Parameter work: The block; it runs on the worker's thread.
-    /// - Returns: `false` once ``stop()`` has begun: the block was refused and will never run.
+    /// - Returns: `false` once ``stop()`` has begun (or in the child of a `fork()`, see ``isStopped``): the block was
+    ///   refused and will never run.
     @discardableResult
     public func perform(_ work: @escaping @Sendable () -> Void) -> Bool {
         worker.admit(work, on: loop)
@@ -116,7 +129,8 @@ public final class LoopThread: Sendable {
     /// the allocation-free post (``Loop/perform(with:_:)``: a C function pointer that captures nothing, and one word
     /// of data). Safe from any thread.
     ///
-    /// - Returns: `false` once ``stop()`` has begun: the call was refused and will never happen.
+    /// - Returns: `false` once ``stop()`` has begun (or in the child of a `fork()`, see ``isStopped``): the call was
+    ///   refused and will never happen.
     @discardableResult
     public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
         !worker.isStopping && loop.perform(with: argument, function)
@@ -132,7 +146,7 @@ public final class LoopThread: Sendable {
     ///     name.
     ///   - work: The block; it runs on the worker's thread.
     /// - Returns: `false` when `modes` is empty (a block for no mode could never run) or once ``stop()`` has
-    ///   begun: the block was refused and will never run.
+    ///   begun (or in the child of a `fork()`, see ``isStopped``): the block was refused and will never run.
     @discardableResult
     public func perform(in modes: [Loop.Mode], _ work: @escaping @Sendable () -> Void) -> Bool {
         worker.admit(work, in: modes, on: loop)
@@ -146,7 +160,7 @@ public final class LoopThread: Sendable {
     ///   - work: The block; it runs on the worker's thread.
     /// - Returns: What `work` returned.
     /// - Throws: What `work` threw, or ``LoopError/Code/threadStopped`` (before `work` ran) once ``stop()`` has
-    ///   begun.
+    ///   begun, or in the child of a `fork()` for a `LoopThread` made before it (see ``isStopped``).
     @discardableResult
     public func performAndWait<T: Sendable>(
         in mode: Loop.Mode = .default,
@@ -166,7 +180,8 @@ public final class LoopThread: Sendable {
     ///   - work: The block; it runs on the worker's thread.
     /// - Returns: What `work` returned.
     /// - Throws: What `work` threw; ``LoopError/Code/invalidArgument`` when `modes` is empty, or
-    ///   ``LoopError/Code/threadStopped`` once ``stop()`` has begun (both before `work` ran).
+    ///   ``LoopError/Code/threadStopped`` once ``stop()`` has begun or in the child of a `fork()` (see
+    ///   ``isStopped``), both before `work` ran.
     @discardableResult
     public func performAndWait<T: Sendable>(
         in modes: [Loop.Mode],
@@ -174,13 +189,13 @@ public final class LoopThread: Sendable {
     ) throws -> T {
         if loop.isCurrent {
             try LoopThread.requireModes(modes)
-            guard !worker.isStopping else { throw LoopThread.stoppedError() }
+            guard !worker.isStopping else { throw stoppedError() }
             return try work()
         }
         try LoopThread.requireModes(modes)
         let outcome = Outcome<T>()
         guard worker.admit({ outcome.finish(Result { try work() }) }, in: modes, on: loop) else {
-            throw LoopThread.stoppedError()
+            throw stoppedError()
         }
         return try outcome.wait().get()
     }
@@ -190,8 +205,10 @@ public final class LoopThread: Sendable {
     /// Idempotent and safe from any thread. From another thread it returns once the thread has exited. From the
     /// worker itself (a block it runs) it only begins the stop: the thread exits after the current callout and the
     /// drain, and is joined when the ``LoopThread`` is released. A block that runs the loop nested in another mode
-    /// delays the stop until that nested run returns.
+    /// delays the stop until that nested run returns. In the child of a `fork()`, for a `LoopThread` made before it,
+    /// it returns at once: the thread is the parent's, and ``isStopped`` is already `true`.
     public func stop() {
+        guard !loop.createdBeforeFork else { return }  // No thread here to stop or join; the parent's loop untouched.
         worker.requestStop()
         guard !loop.isCurrent else { return }
         handle.withLock { handle in

@@ -39,6 +39,14 @@ final class Locked<Value> {
         return try body(&value)
     }
 
+    /// Runs `body` with exclusive access to the value if the lock is free now, answering `nil` without waiting
+    /// when it is held. For a child of `fork()`, where a lock a parent thread held at the fork stays held for good.
+    func withLockIfAvailable<Result>(_ body: (inout Value) -> Result) -> Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return body(&value)
+    }
+
     /// Runs `body` with exclusive access to the value, handing it `argument` to consume (say, to append), so the
     /// argument is moved in rather than copied as a captured value would be.
     @inline(__always)

@@ -8,6 +8,10 @@ import Synchronization
 /// from any thread; they hold ``lifecycle`` so a descriptor is never used after it was closed (and its number
 /// reused).
 /// Everything else runs on the loop's thread only.
+///
+/// In a child of `fork()` the descriptors of a poller made before the fork name the parent's kernel objects (the
+/// epoll set is shared with the parent): those four calls then never write the eventfd nor change the epoll set,
+/// and never wait for ``lifecycle``, which a parent thread may have held at the fork.
 final class Poller: Sendable {
     /// Tag of the wake-up eventfd's reports.
     static let wakeUpTag: UInt64 = 0
@@ -71,13 +75,20 @@ final class Poller: Sendable {
     }
 
     /// Closes the three descriptors; later wake-ups and registrations do nothing or fail cleanly.
+    /// In a child of `fork()`, for a poller made before it, closes the child's copies (the parent's objects stay
+    /// open in the parent), unless a parent thread held the lock at the fork: then they are left open.
     func close() {
-        lifecycle.withLock { isOpen in
+        let closeOnce = { [self] (isOpen: inout Bool) in
             guard isOpen else { return }
             isOpen = false
             FileDescriptorCalls.close(timerDescriptor)
             FileDescriptorCalls.close(wakeUpDescriptor)
             FileDescriptorCalls.close(epoll)
+        }
+        if ForkGuard.isStale(forkGeneration) {
+            _ = lifecycle.withLockIfAvailable(closeOnce)
+        } else {
+            lifecycle.withLock(closeOnce)
         }
     }
 
@@ -107,6 +118,9 @@ final class Poller: Sendable {
 
     /// Adds `descriptor` to the epoll set, level-triggered, tagged with `tag`.
     func register(_ descriptor: CInt, events: Epoll.Events, tag: UInt64) throws(LoopError) {
+        guard !ForkGuard.isStale(forkGeneration) else {  // The parent's epoll set: never change it from a child.
+            throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
+        }
         let result: Result<Void, SystemError>? = lifecycle.withLock { isOpen -> Result<Void, SystemError>? in
             guard isOpen else { return nil }
             do throws(SystemError) {
@@ -129,6 +143,8 @@ final class Poller: Sendable {
     /// Removes `descriptor` from the epoll set; a descriptor the caller already closed is not an error. Any
     /// thread.
     func unregister(_ descriptor: CInt) {
+        // The parent's epoll set: removing the descriptor from a child would stop the parent's source for good.
+        guard !ForkGuard.isStale(forkGeneration) else { return }
         lifecycle.withLock { isOpen in
             guard isOpen else { return }  // The set is gone, and its number may name another file now.
             do throws(SystemError) {
