@@ -57,10 +57,11 @@ enum Report {
     }
 
     /// One progress line: the time, memory, descriptors, threads, deliveries and violations so far.
-    static func progress(second: Int, rss: Int) {
+    static func progress(second: Int, rss: Int, heap: Int) {
         let delivered = Tallies.shared.all.reduce(0) { $0 + $1.delivered }
         print(
-            "  \(Format.right("\(second) s", 6))  RSS \(Format.mebibytes(rss))  \(ResourceSnapshot.now())  "
+            "  \(Format.right("\(second) s", 6))  RSS \(Format.mebibytes(rss)) (malloc in use "
+                + "\(Format.mebibytes(heap)))  \(ResourceSnapshot.now())  "
                 + "\(Format.count(delivered)) deliveries  \(Violations.shared.count) violations")
         flush()
     }
@@ -116,6 +117,10 @@ enum Report {
                 + "\(Format.mebibytes(memory.final)) at the end (median of the last \(MemorySampler.window)), "
                 + "max \(Format.mebibytes(memory.maximumAfterWarmup)) after the warm-up, \(Format.mebibytes(memory.maximum)) overall; "
                 + "change \(Format.decimal(memory.change * 100, 2)) %")
+        print(
+            "  malloc:      \(Format.mebibytes(memory.heapBaseline)) in use after the warm-up, "
+                + "\(Format.mebibytes(memory.heapFinal)) at the end (the rest of a change in RSS is fragmentation, "
+                + "thread stacks and code pages)")
         print()
 
         let violations = Violations.shared

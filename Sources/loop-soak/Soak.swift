@@ -91,7 +91,7 @@ struct Soak {
             }
             memory.sample(at: second)
             if second % progressEvery == 0 || second == options.seconds {
-                Report.progress(second: second, rss: memory.samples.last!.bytes)
+                Report.progress(second: second, rss: memory.samples.last!.bytes, heap: memory.samples.last!.heap)
             }
         }
         let elapsed = Loop.Instant.now - origin
