@@ -6,9 +6,18 @@ import Synchronization
 /// source on a hub (its pidfd in the hub's epoll set); one in six is invalidated from the driver's thread right after
 /// it is added, and the driver then reaps that child itself.
 ///
-/// Checks: each watched child is reported once, as `exited(0)`; an invalidated source is reported at most once (as
-/// exited or reaped elsewhere); once the loop let go of a source, its pidfd is closed (the source is released).
+/// Checks: each watched child is reported once, as `exited(0)`, within 30 s of its exit; an invalidated source is
+/// reported at most once (as exited or reaped elsewhere); once the loop let go of a source, its pidfd is closed (the
+/// source is released).
+///
+/// The 30 s count from the child's exit, not from its spawn: on an overloaded VM the kernel's own threads (RCU,
+/// workqueues) can be starved for a minute (`rcu_preempt kthread starved`, `workqueue lockup` in `dmesg`), and a
+/// `/bin/true` that needs them to finish exiting stays "running" that long. Such children are counted, not failed,
+/// as long as they exit within ``exitLimit``.
 final class ChildTraffic: Workload {
+    /// How long a child may take to exit before the soak gives up on it.
+    static let exitLimit = Duration.seconds(300)
+
     private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, CInt) -> CInt
 
     /// glibc 2.34's `posix_spawn_file_actions_addclosefrom_np`, which Swift's Glibc module leaves out.
@@ -23,6 +32,9 @@ final class ChildTraffic: Workload {
     private let seed: UInt64
     private let watched: Tally
     private let invalidated: Tally
+    private let slow: Tally
+    /// How many slow children were described on standard error (the first three are).
+    private let slowDescribed = Counter()
     private let thread = Mutex<SoakThread?>(nil)
 
     /// Children watched on the hubs of `hubs`; `seed` drives the driver's choices.
@@ -31,6 +43,7 @@ final class ChildTraffic: Workload {
         self.seed = seed
         watched = Tallies.shared.make("child exits: watched", promise: "each reported once, exited(0)")
         invalidated = Tallies.shared.make("child exits: invalidated, reaped by the soak", promise: nil)
+        slow = Tallies.shared.make("child exits: still running 30 s after spawn", promise: nil)
     }
 
     func start(_ control: RunControl) throws {
@@ -53,7 +66,7 @@ final class ChildTraffic: Workload {
     /// Spawns three children, watches each on a random hub and mode, invalidates some, then waits until every
     /// watched child was reported and every source released.
     private func round(_ random: inout SplitMix64) {
-        var reports: [Counter] = []
+        var reports: [(count: Counter, pid: pid_t, hub: Hub, mode: Loop.Mode)] = []
         var released: [WeakReference<ChildExitSource>] = []
         for _ in 0..<3 {
             guard let pid = Self.spawnTrue() else { continue }
@@ -84,18 +97,68 @@ final class ChildTraffic: Workload {
                 invalidated.deliver()
             } else {
                 watched.expect()
-                reports.append(count)
+                reports.append((count, pid, hub, mode))
             }
             released.append(WeakReference(source))
         }
-        let deadline = Waiting.deadline(in: .seconds(30))
-        if !Waiting.until(deadline, { reports.allSatisfy { $0.count == 1 } }) {
+        waitForReports(reports)
+        if !Waiting.until(Waiting.deadline(in: .seconds(30)), { released.allSatisfy(\.isReleased) }) {
             Violations.shared.record(
-                "child exits: \(reports.filter { $0.count == 0 }.count) exits not reported in 30 s")
+                "child exits: a source (and its pidfd) was still alive 30 s after its child's exit was reported")
         }
-        if !Waiting.until(deadline, { released.allSatisfy(\.isReleased) }) {
+    }
+
+    /// Waits until every watched child was reported; a child that exited (a zombie, or reaped by its source) and
+    /// was not reported within 30 s is a violation, and so is one still running after ``exitLimit``.
+    private func waitForReports(_ reports: [(count: Counter, pid: pid_t, hub: Hub, mode: Loop.Mode)]) {
+        let spawned = Loop.Instant.now
+        var exitedAt: [Int: Loop.Instant] = [:]
+        var late: Set<Int> = []
+        var described = false
+        Waiting.until(spawned + Self.exitLimit) {
+            if !described && Loop.Instant.now - spawned > .seconds(30) {
+                described = true
+                describeSlowChildren(reports, exitedAt: exitedAt)
+            }
+            var waiting = false
+            for (index, report) in reports.enumerated() where report.count.count == 0 {
+                waiting = true
+                if exitedAt[index] == nil && ChildDiagnosis.hasExited(report.pid) { exitedAt[index] = .now }
+                if let exit = exitedAt[index], Loop.Instant.now - exit > .seconds(30) { late.insert(index) }
+            }
+            return !waiting || !late.isEmpty
+        }
+        let slowChildren = reports.indices.filter { index in
+            guard let exit = exitedAt[index] else { return reports[index].count.count == 0 }
+            return exit - spawned > .seconds(30)
+        }
+        slow.deliver(slowChildren.count)
+        for (index, report) in reports.enumerated() where report.count.count == 0 {
+            let what: String
+            if late.contains(index) {
+                what = "exited and was not reported within 30 s"
+            } else if exitedAt[index] == nil {
+                what = "did not exit within \(Self.exitLimit) (see dmesg: kernel threads starved?)"
+            } else {
+                what = "was not reported before the wait for the others ended"
+            }
             Violations.shared.record(
-                "child exits: a source (and its pidfd) was still alive 30 s after its child exited")
+                "child exits: a child \(what); "
+                    + ChildDiagnosis.describe(pid: report.pid, hub: report.hub, mode: report.mode))
+        }
+    }
+
+    /// Tells on standard error (the first three times) what the children still unreported 30 s after their spawn are
+    /// doing: a note, not a violation, unless they then exit and go unreported.
+    private func describeSlowChildren(
+        _ reports: [(count: Counter, pid: pid_t, hub: Hub, mode: Loop.Mode)], exitedAt: [Int: Loop.Instant]
+    ) {
+        for (index, report) in reports.enumerated() where report.count.count == 0 && exitedAt[index] == nil {
+            guard slowDescribed.count < 3 else { return }
+            slowDescribed.add()
+            StandardError.print(
+                "loop-soak: note: a child still running 30 s after its spawn; "
+                    + ChildDiagnosis.describe(pid: report.pid, hub: report.hub, mode: report.mode))
         }
     }
 
@@ -116,9 +179,16 @@ final class ChildTraffic: Workload {
         return pid
     }
 
-    /// Waits for child `pid` and reaps it, unless a source already did (`ECHILD`).
+    /// Waits for child `pid` and reaps it, unless a source already did (`ECHILD`); one still running after
+    /// ``exitLimit`` is a violation (and left alone).
     private static func reap(_ pid: pid_t) {
         var status: CInt = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let reaped = Waiting.until(Waiting.deadline(in: exitLimit)) {
+            let result = waitpid(pid, &status, WNOHANG)
+            return result == pid || (result == -1 && errno == ECHILD)
+        }
+        if !reaped {
+            Violations.shared.record("child exits: invalidated child \(pid) did not exit within \(exitLimit)")
+        }
     }
 }

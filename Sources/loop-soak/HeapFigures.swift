@@ -4,12 +4,25 @@ import Glibc
 /// resident set grows while the bytes in use stay flat).
 enum HeapFigures {
     private typealias MallocInfo = @convention(c) (CInt, UnsafeMutablePointer<FILE>?) -> CInt
+    private typealias MallocTrim = @convention(c) (Int) -> CInt
 
     /// `malloc_info(3)`, which Swift's Glibc module leaves out: looked up once in the already loaded C library.
     private static let mallocInfo: MallocInfo? = {
         guard let address = dlsym(dlopen(nil, RTLD_NOW), "malloc_info") else { return nil }
         return unsafeBitCast(address, to: MallocInfo.self)
     }()
+
+    /// `malloc_trim(3)`, likewise.
+    private static let mallocTrim: MallocTrim? = {
+        guard let address = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim") else { return nil }
+        return unsafeBitCast(address, to: MallocTrim.self)
+    }()
+
+    /// Gives the free pages of every malloc arena back to the system (`malloc_trim(0)`): the resident set that is
+    /// left is what the process uses, without the free memory malloc kept.
+    static func trim() {
+        _ = mallocTrim?(0)
+    }
 
     /// Bytes handed out by malloc and not freed, all arenas together: the memory malloc got from the system, less its
     /// free chunks (fast bins, other bins, top chunks), plus large blocks it mapped on their own. 0 when unknown.

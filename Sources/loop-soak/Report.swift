@@ -7,6 +7,7 @@ enum Report {
     struct Figures {
         let options: Options
         let elapsed: Duration
+        let rssTrimmed: Int
         let atStart: ResourceSnapshot
         let afterWarmup: ResourceSnapshot
         let atEnd: ResourceSnapshot
@@ -119,8 +120,9 @@ enum Report {
                 + "change \(Format.decimal(memory.change * 100, 2)) %")
         print(
             "  malloc:      \(Format.mebibytes(memory.heapBaseline)) in use after the warm-up, "
-                + "\(Format.mebibytes(memory.heapFinal)) at the end (the rest of a change in RSS is fragmentation, "
-                + "thread stacks and code pages)")
+                + "\(Format.mebibytes(memory.heapFinal)) at the end; RSS after malloc_trim(0) at the end "
+                + "\(Format.mebibytes(figures.rssTrimmed)) (the free memory malloc kept: "
+                + "\(Format.mebibytes(memory.final - figures.rssTrimmed)))")
         print()
 
         let violations = Violations.shared

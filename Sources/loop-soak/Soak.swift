@@ -7,9 +7,14 @@ import RunLoopKit
 struct Soak {
     let options: Options
 
+    /// The longest a driver's round may take before it reaches its checkpoint: a children round may wait
+    /// ``ChildTraffic/exitLimit`` for a child the kernel is slow to let exit, then 30 s for its source's release.
+    static let roundLimit = ChildTraffic.exitLimit + .seconds(60)
+
     /// What the traffic phase measured, for the report.
     private struct Measured {
         let elapsed: Duration
+        let rssTrimmed: Int
         let afterWarmup: ResourceSnapshot
         let atEnd: ResourceSnapshot
         let memory: MemorySampler
@@ -33,7 +38,8 @@ struct Soak {
         }
         return Report.final(
             Report.Figures(
-                options: options, elapsed: measured.elapsed, atStart: atStart, afterWarmup: measured.afterWarmup,
+                options: options, elapsed: measured.elapsed, rssTrimmed: measured.rssTrimmed, atStart: atStart,
+                afterWarmup: measured.afterWarmup,
                 atEnd: measured.atEnd, afterTeardown: afterTeardown, rssAtStart: rssAtStart, memory: measured.memory,
                 hubs: measured.hubs, loadMegaSpins: measured.loadMegaSpins))
     }
@@ -105,22 +111,26 @@ struct Soak {
                 return atEnd.matches(afterWarmup)
             }
         }
-        let stragglers = control.stop(deadline: Waiting.deadline(in: .seconds(60)))
+        // How much of the resident set is free memory malloc kept (after the last sample: the figures are untouched).
+        HeapFigures.trim()
+        let rssTrimmed = ProcessFigures.residentBytes()
+        let stragglers = control.stop(deadline: Waiting.deadline(in: Self.roundLimit))
         if !stragglers.isEmpty { Violations.shared.record("drivers that did not leave: \(stragglers)") }
         for workload in workloads { workload.join() }
         for workload in workloads { workload.tearDown() }
         for hub in hubs { hub.stop() }
         return Measured(
-            elapsed: elapsed, afterWarmup: afterWarmup, atEnd: atEnd, memory: memory,
+            elapsed: elapsed, rssTrimmed: rssTrimmed, afterWarmup: afterWarmup, atEnd: atEnd, memory: memory,
             hubs: hubs.map(Report.HubFigures.init), loadMegaSpins: load.megaSpins)
     }
 
     /// Parks every driver at its checkpoint, waits until every delivery expected so far arrived, lets each hub go
     /// round twice (changes from other threads applied, released items freed), and counts descriptors and threads.
     private func quiescentSnapshot(_ control: RunControl, _ hubs: [Hub], _ moment: String) -> ResourceSnapshot {
-        let missing = control.pause(deadline: Waiting.deadline(in: .seconds(60)))
+        let missing = control.pause(deadline: Waiting.deadline(in: Self.roundLimit))
         if !missing.isEmpty {
-            Violations.shared.record("drivers that did not reach a checkpoint within 60 s \(moment): \(missing)")
+            Violations.shared.record(
+                "drivers that did not reach a checkpoint within \(Self.roundLimit) \(moment): \(missing)")
         }
         if !Waiting.until(Waiting.deadline(in: .seconds(30)), { Tallies.shared.allComplete }) {
             for tally in Tallies.shared.all where !tally.isComplete {
