@@ -111,8 +111,10 @@ final class BlockTraffic: Workload {
                 barrier(hub, index)
             }
             let everything = channels.flatMap(\.values)
-            if !Waiting.until(Waiting.deadline(in: .seconds(30)), { everything.allSatisfy(\.isComplete) }) {
-                for channel in everything { channel.verifyComplete("30 s after the round's posts") }
+            if !Waiting.until(Waiting.deadline(in: Limits.delivery), { everything.allSatisfy(\.isComplete) }) {
+                for channel in everything {
+                    channel.verifyComplete("\(Limits.deliverySeconds) s after the round's posts")
+                }
             }
         }
 

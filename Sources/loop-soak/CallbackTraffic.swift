@@ -91,10 +91,11 @@ final class CallbackTraffic: Workload {
             }
             cancelledOnHub.deliver(plans.filter(\.cancel).count)
         }
-        let deadline = Waiting.deadline(in: .seconds(30))
+        let deadline = Waiting.deadline(in: Limits.delivery)
         if !Waiting.until(deadline, { mustRun.allSatisfy { $0.runs >= 1 } }) {
             let missing = mustRun.filter { $0.runs == 0 }.count
-            Violations.shared.record("callbacks: \(missing) never-cancelled callbacks had not run 30 s later")
+            Violations.shared.record(
+                "callbacks: \(missing) never-cancelled callbacks had not run \(Limits.deliverySeconds) s later")
         }
         for ticket in mustNotRun where ticket.runs != 0 {
             Violations.shared.record("callbacks: one cancelled on the hub's thread ran")

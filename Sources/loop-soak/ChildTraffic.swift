@@ -6,18 +6,15 @@ import Synchronization
 /// source on a hub (its pidfd in the hub's epoll set); one in six is invalidated from the driver's thread right after
 /// it is added, and the driver then reaps that child itself.
 ///
-/// Checks: each watched child is reported once, as `exited(0)`, within 30 s of its exit; an invalidated source is
-/// reported at most once (as exited or reaped elsewhere); once the loop let go of a source, its pidfd is closed (the
-/// source is released).
+/// Checks: each watched child is reported once, as `exited(0)`, within ``Limits/delivery`` of its exit; an
+/// invalidated source is reported at most once (as exited or reaped elsewhere); once the loop let go of a source, its
+/// pidfd is closed (the source is released).
 ///
-/// The 30 s count from the child's exit, not from its spawn: on an overloaded VM the kernel's own threads (RCU,
-/// workqueues) can be starved for a minute (`rcu_preempt kthread starved`, `workqueue lockup` in `dmesg`), and a
-/// `/bin/true` that needs them to finish exiting stays "running" that long. Such children are counted, not failed,
-/// as long as they exit within ``exitLimit``.
+/// The limit counts from the child's exit, not from its spawn: on an overloaded VM the kernel's RCU thread can be
+/// starved for a minute (see ``Limits``), and a `/bin/true` waiting on it in `mmap` stays "running" that long. Such
+/// children are counted and described on standard error, not failed, as long as they exit within
+/// ``Limits/childExit``.
 final class ChildTraffic: Workload {
-    /// How long a child may take to exit before the soak gives up on it.
-    static let exitLimit = Duration.seconds(300)
-
     private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, CInt) -> CInt
 
     /// glibc 2.34's `posix_spawn_file_actions_addclosefrom_np`, which Swift's Glibc module leaves out.
@@ -102,43 +99,41 @@ final class ChildTraffic: Workload {
             released.append(WeakReference(source))
         }
         waitForReports(reports)
-        if !Waiting.until(Waiting.deadline(in: .seconds(30)), { released.allSatisfy(\.isReleased) }) {
+        if !Waiting.until(Waiting.deadline(in: Limits.delivery), { released.allSatisfy(\.isReleased) }) {
             Violations.shared.record(
-                "child exits: a source (and its pidfd) was still alive 30 s after its child's exit was reported")
+                "child exits: a source (and its pidfd) was still alive \(Limits.deliverySeconds) s after its child's exit was reported"
+            )
         }
     }
 
     /// Waits until every watched child was reported; a child that exited (a zombie, or reaped by its source) and
-    /// was not reported within 30 s is a violation, and so is one still running after ``exitLimit``.
+    /// was not reported within ``Limits/delivery`` is a violation, and so is one still running after ``Limits/childExit``.
     private func waitForReports(_ reports: [(count: Counter, pid: pid_t, hub: Hub, mode: Loop.Mode)]) {
         let spawned = Loop.Instant.now
         var exitedAt: [Int: Loop.Instant] = [:]
         var late: Set<Int> = []
         var described = false
-        Waiting.until(spawned + Self.exitLimit) {
+        Waiting.until(spawned + Limits.childExit) {
             if !described && Loop.Instant.now - spawned > .seconds(30) {
                 described = true
-                describeSlowChildren(reports, exitedAt: exitedAt)
+                let running = reports.indices.filter { reports[$0].count.count == 0 && exitedAt[$0] == nil }
+                slow.deliver(running.count)
+                describeSlowChildren(running.map { reports[$0] })
             }
             var waiting = false
             for (index, report) in reports.enumerated() where report.count.count == 0 {
                 waiting = true
                 if exitedAt[index] == nil && ChildDiagnosis.hasExited(report.pid) { exitedAt[index] = .now }
-                if let exit = exitedAt[index], Loop.Instant.now - exit > .seconds(30) { late.insert(index) }
+                if let exit = exitedAt[index], Loop.Instant.now - exit > Limits.delivery { late.insert(index) }
             }
             return !waiting || !late.isEmpty
         }
-        let slowChildren = reports.indices.filter { index in
-            guard let exit = exitedAt[index] else { return reports[index].count.count == 0 }
-            return exit - spawned > .seconds(30)
-        }
-        slow.deliver(slowChildren.count)
         for (index, report) in reports.enumerated() where report.count.count == 0 {
             let what: String
             if late.contains(index) {
-                what = "exited and was not reported within 30 s"
+                what = "exited and was not reported within \(Limits.deliverySeconds) s"
             } else if exitedAt[index] == nil {
-                what = "did not exit within \(Self.exitLimit) (see dmesg: kernel threads starved?)"
+                what = "did not exit within \(Limits.childExit) (see dmesg: kernel threads starved?)"
             } else {
                 what = "was not reported before the wait for the others ended"
             }
@@ -148,12 +143,10 @@ final class ChildTraffic: Workload {
         }
     }
 
-    /// Tells on standard error (the first three times) what the children still unreported 30 s after their spawn are
+    /// Tells on standard error (the first three times) what children still running 30 s after their spawn are
     /// doing: a note, not a violation, unless they then exit and go unreported.
-    private func describeSlowChildren(
-        _ reports: [(count: Counter, pid: pid_t, hub: Hub, mode: Loop.Mode)], exitedAt: [Int: Loop.Instant]
-    ) {
-        for (index, report) in reports.enumerated() where report.count.count == 0 && exitedAt[index] == nil {
+    private func describeSlowChildren(_ reports: [(count: Counter, pid: pid_t, hub: Hub, mode: Loop.Mode)]) {
+        for report in reports {
             guard slowDescribed.count < 3 else { return }
             slowDescribed.add()
             StandardError.print(
@@ -180,15 +173,15 @@ final class ChildTraffic: Workload {
     }
 
     /// Waits for child `pid` and reaps it, unless a source already did (`ECHILD`); one still running after
-    /// ``exitLimit`` is a violation (and left alone).
+    /// ``Limits/childExit`` is a violation (and left alone).
     private static func reap(_ pid: pid_t) {
         var status: CInt = 0
-        let reaped = Waiting.until(Waiting.deadline(in: exitLimit)) {
+        let reaped = Waiting.until(Waiting.deadline(in: Limits.childExit)) {
             let result = waitpid(pid, &status, WNOHANG)
             return result == pid || (result == -1 && errno == ECHILD)
         }
         if !reaped {
-            Violations.shared.record("child exits: invalidated child \(pid) did not exit within \(exitLimit)")
+            Violations.shared.record("child exits: invalidated child \(pid) did not exit within \(Limits.childExit)")
         }
     }
 }

@@ -50,9 +50,11 @@ final class DescriptorTraffic: Workload {
                         stream.write(Int.random(in: 1...8192, using: &random))
                         if pause { stream.setWatching(true) }
                     }
-                    let deadline = Waiting.deadline(in: .seconds(30))
+                    let deadline = Waiting.deadline(in: Limits.delivery)
                     if !Waiting.until(deadline, { streams.allSatisfy(\.isDrained) }) {
-                        for stream in streams { stream.verifyDrained("30 s after the round's writes") }
+                        for stream in streams {
+                            stream.verifyDrained("\(Limits.deliverySeconds) s after the round's writes")
+                        }
                     }
                     round += 1
                     if round % 10 == 0 {

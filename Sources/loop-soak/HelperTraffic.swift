@@ -93,8 +93,8 @@ final class HelperTraffic: Workload {
             }
         }
         let all = [tasks, updates] + phases.map(\.2)
-        if !Waiting.until(Waiting.deadline(in: .seconds(30)), { all.allSatisfy(\.isComplete) }) {
-            for channel in all { channel.verifyComplete("30 s after the round's posts") }
+        if !Waiting.until(Waiting.deadline(in: Limits.delivery), { all.allSatisfy(\.isComplete) }) {
+            for channel in all { channel.verifyComplete("\(Limits.deliverySeconds) s after the round's posts") }
         }
     }
 }

@@ -71,12 +71,14 @@ final class SignalTraffic: Workload {
         let mergedBefore = merged.delivered
         let sentToQueued = queued.send(8)
         let sentToMerged = merged.send(4)
-        let deadline = Waiting.deadline(in: .seconds(30))
+        let deadline = Waiting.deadline(in: Limits.delivery)
         if !Waiting.until(deadline, { queued.delivered == queued.sent }) {
-            Violations.shared.record("signals: real-time: \(queued.sent) sent, \(queued.delivered) reported in 30 s")
+            Violations.shared.record(
+                "signals: real-time: \(queued.sent) sent, \(queued.delivered) reported in \(Limits.deliverySeconds) s")
         }
         if sentToMerged > 0 && !Waiting.until(deadline, { merged.delivered > mergedBefore }) {
-            Violations.shared.record("signals: SIGUSR2 sent \(sentToMerged) times, none reported in 30 s")
+            Violations.shared.record(
+                "signals: SIGUSR2 sent \(sentToMerged) times, none reported in \(Limits.deliverySeconds) s")
         }
         _ = sentToQueued
     }
@@ -93,14 +95,15 @@ final class SignalTraffic: Workload {
             return
         }
         let sent = watched!.send(3)
-        if !Waiting.until(Waiting.deadline(in: .seconds(30)), { watched!.delivered == sent }) {
+        if !Waiting.until(Waiting.deadline(in: Limits.delivery), { watched!.delivered == sent }) {
             Violations.shared.record("signals: a fresh source reported \(watched!.delivered) of \(sent) deliveries")
         }
         watched!.source.invalidate()
         let released = WeakReference(watched!.source)
         watched = nil
-        if !Waiting.until(Waiting.deadline(in: .seconds(30)), { released.isReleased }) {
-            Violations.shared.record("signals: an invalidated source was not released 30 s later")
+        if !Waiting.until(Waiting.deadline(in: Limits.delivery), { released.isReleased }) {
+            Violations.shared.record(
+                "signals: an invalidated source was not released \(Limits.deliverySeconds) s later")
         }
         churned.deliver()
     }

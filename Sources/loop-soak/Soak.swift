@@ -7,10 +7,6 @@ import RunLoopKit
 struct Soak {
     let options: Options
 
-    /// The longest a driver's round may take before it reaches its checkpoint: a children round may wait
-    /// ``ChildTraffic/exitLimit`` for a child the kernel is slow to let exit, then 30 s for its source's release.
-    static let roundLimit = ChildTraffic.exitLimit + .seconds(60)
-
     /// What the traffic phase measured, for the report.
     private struct Measured {
         let elapsed: Duration
@@ -32,7 +28,7 @@ struct Soak {
 
         // Everything stopped and released: the descriptors are back where they started, but for libdispatch's.
         var afterTeardown = ResourceSnapshot.now()
-        Waiting.until(Waiting.deadline(in: .seconds(10)), every: .milliseconds(10)) {
+        Waiting.until(Waiting.deadline(in: Limits.release), every: .milliseconds(10)) {
             afterTeardown = ResourceSnapshot.now()
             return Report.isBack(afterTeardown, to: atStart)
         }
@@ -106,7 +102,7 @@ struct Soak {
         // may still be letting go of a descriptor or thread it was done with: wait for that, with a limit.
         var atEnd = quiescentSnapshot(control, hubs, "at the end")
         if !atEnd.matches(afterWarmup) {
-            Waiting.until(Waiting.deadline(in: .seconds(10)), every: .milliseconds(10)) {
+            Waiting.until(Waiting.deadline(in: Limits.release), every: .milliseconds(10)) {
                 atEnd = ResourceSnapshot.now()
                 return atEnd.matches(afterWarmup)
             }
@@ -114,7 +110,7 @@ struct Soak {
         // How much of the resident set is free memory malloc kept (after the last sample: the figures are untouched).
         HeapFigures.trim()
         let rssTrimmed = ProcessFigures.residentBytes()
-        let stragglers = control.stop(deadline: Waiting.deadline(in: Self.roundLimit))
+        let stragglers = control.stop(deadline: Waiting.deadline(in: Limits.round))
         if !stragglers.isEmpty { Violations.shared.record("drivers that did not leave: \(stragglers)") }
         for workload in workloads { workload.join() }
         for workload in workloads { workload.tearDown() }
@@ -127,15 +123,15 @@ struct Soak {
     /// Parks every driver at its checkpoint, waits until every delivery expected so far arrived, lets each hub go
     /// round twice (changes from other threads applied, released items freed), and counts descriptors and threads.
     private func quiescentSnapshot(_ control: RunControl, _ hubs: [Hub], _ moment: String) -> ResourceSnapshot {
-        let missing = control.pause(deadline: Waiting.deadline(in: Self.roundLimit))
+        let missing = control.pause(deadline: Waiting.deadline(in: Limits.round))
         if !missing.isEmpty {
             Violations.shared.record(
-                "drivers that did not reach a checkpoint within \(Self.roundLimit) \(moment): \(missing)")
+                "drivers that did not reach a checkpoint within \(Limits.round) \(moment): \(missing)")
         }
-        if !Waiting.until(Waiting.deadline(in: .seconds(30)), { Tallies.shared.allComplete }) {
+        if !Waiting.until(Waiting.deadline(in: Limits.delivery), { Tallies.shared.allComplete }) {
             for tally in Tallies.shared.all where !tally.isComplete {
                 Violations.shared.record(
-                    "\(tally.kind): \(tally.expected) expected, \(tally.delivered) arrived, 30 s after the drivers "
+                    "\(tally.kind): \(tally.expected) expected, \(tally.delivered) arrived, \(Limits.deliverySeconds) s after the drivers "
                         + "parked \(moment)")
             }
         }

@@ -48,9 +48,11 @@ final class SourceTraffic: Workload {
                 var round = 0
                 while control.checkpoint(name) {
                     for endpoint in endpoints { endpoint.post(24) }
-                    let deadline = Waiting.deadline(in: .seconds(30))
+                    let deadline = Waiting.deadline(in: Limits.delivery)
                     if !Waiting.until(deadline, { endpoints.allSatisfy(\.channel.isComplete) }) {
-                        for endpoint in endpoints { endpoint.channel.verifyComplete("30 s after its signals") }
+                        for endpoint in endpoints {
+                            endpoint.channel.verifyComplete("\(Limits.deliverySeconds) s after its signals")
+                        }
                     }
                     round += 1
                     if round % 8 == 0 {
@@ -145,7 +147,7 @@ final class SourceTraffic: Workload {
                 Violations.shared.record("\(channel.label): adding the replacement threw \(error)")
             }
             fresh.signal()
-            oldBalance.verifyBalanced(within: .seconds(30))
+            oldBalance.verifyBalanced(within: Limits.delivery)
         }
 
         /// Invalidates the current source for good (and lets go of it: its perform holds this endpoint); its
@@ -156,7 +158,7 @@ final class SourceTraffic: Workload {
                 return current!
             }
             source.invalidate()
-            balance.verifyBalanced(within: .seconds(30))
+            balance.verifyBalanced(within: Limits.delivery)
         }
     }
 }

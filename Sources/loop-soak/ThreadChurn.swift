@@ -79,8 +79,8 @@ final class ThreadChurn: Workload {
             target.pushItem()
             target.writeEventFD()
         }
-        if !Waiting.until(Waiting.deadline(in: .seconds(30)), { target.isSettled }) {
-            target.verifySettled("30 s before its stop")
+        if !Waiting.until(Waiting.deadline(in: Limits.delivery), { target.isSettled }) {
+            target.verifySettled("\(Limits.deliverySeconds) s before its stop")
         }
         let style = Int.random(in: 0..<3, using: &random)
         let ledger = target.ledger

@@ -134,12 +134,13 @@ final class TimerTraffic: Workload {
             }
             shots.append((shot, plan))
         }
-        let deadline = Waiting.deadline(in: .seconds(30))
+        let deadline = Waiting.deadline(in: Limits.delivery)
         let mustFire = shots.filter { $0.1 != .invalidatedFromDriver && $0.1 != .invalidatedOnHub }
         if !Waiting.until(deadline, { mustFire.allSatisfy { $0.0.fireCount >= $0.0.expectedFires } }) {
             for (shot, plan) in mustFire where shot.fireCount < shot.expectedFires {
                 Violations.shared.record(
-                    "timers: a \(plan) one-shot fired \(shot.fireCount) of \(shot.expectedFires) times in 30 s")
+                    "timers: a \(plan) one-shot fired \(shot.fireCount) of \(shot.expectedFires) times in \(Limits.deliverySeconds) s"
+                )
             }
         }
         for (shot, plan) in shots {
