@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "RunLoopKitAsyncMain", targets: ["RunLoopKitAsyncMain"]),
         .executable(name: "loop-demo", targets: ["loop-demo"]),
         .executable(name: "loop-bench", targets: ["loop-bench"]),
+        .executable(name: "loop-soak", targets: ["loop-soak"]),
     ],
     targets: [
         // What Swift's Glibc module leaves out (the epoll, eventfd, timerfd and pidfd calls), libdispatch's main-queue
@@ -38,6 +39,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "loop-bench",
+            dependencies: ["RunLoopKit"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Every kind of item, cross-thread traffic and LoopThread churn for a set time under CPU load, with
+        // exactly-once, descriptor, thread and memory checks (scripts/soak.sh; Docs/Reliability.md, "Soak").
+        .executableTarget(
+            name: "loop-soak",
             dependencies: ["RunLoopKit"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

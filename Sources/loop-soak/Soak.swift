@@ -1,0 +1,143 @@
+import Glibc
+import RunLoopKit
+
+/// The run: starts the load, the hubs and every workload, samples memory once a second, pauses the drivers after
+/// the warm-up and at the end to count descriptors and threads at the same point of their rounds, then stops
+/// everything and reports.
+struct Soak {
+    let options: Options
+
+    /// What the traffic phase measured, for the report.
+    private struct Measured {
+        let elapsed: Duration
+        let rssTrimmed: Int
+        let afterWarmup: ResourceSnapshot
+        let atEnd: ResourceSnapshot
+        let memory: MemorySampler
+        let hubs: [Report.HubFigures]
+        let loadMegaSpins: Int
+    }
+
+    /// Runs the soak; answers whether every check passed.
+    func run() -> Bool {
+        _ = Violations.shared  // Its clock starts now.
+        let atStart = ResourceSnapshot.now()
+        let rssAtStart = ProcessFigures.residentBytes()
+        Report.header(options, atStart: atStart)
+        guard let measured = runTraffic() else { return false }
+
+        // Everything stopped and released: the descriptors are back where they started, but for libdispatch's.
+        var afterTeardown = ResourceSnapshot.now()
+        Waiting.until(Waiting.deadline(in: Limits.release), every: .milliseconds(10)) {
+            afterTeardown = ResourceSnapshot.now()
+            return Report.isBack(afterTeardown, to: atStart)
+        }
+        return Report.final(
+            Report.Figures(
+                options: options, elapsed: measured.elapsed, rssTrimmed: measured.rssTrimmed, atStart: atStart,
+                afterWarmup: measured.afterWarmup,
+                atEnd: measured.atEnd, afterTeardown: afterTeardown, rssAtStart: rssAtStart, memory: measured.memory,
+                hubs: measured.hubs, loadMegaSpins: measured.loadMegaSpins))
+    }
+
+    /// Starts everything, runs the traffic, stops and releases everything; `nil` if setting up failed.
+    private func runTraffic() -> Measured? {
+        let load = CPULoad(threads: options.load)
+        defer { load.stop() }
+        let nestedRuns = Tallies.shared.make("hubs: nested runs", promise: nil)
+        let hubs: [Hub]
+        let workloads: [any Workload]
+        do {
+            hubs = [
+                try Hub(name: "hub-ordered", nestsInsideBlocks: false, nestedRuns: nestedRuns),
+                try Hub(name: "hub-nesting", nestsInsideBlocks: true, nestedRuns: nestedRuns),
+            ]
+            workloads = [
+                BlockTraffic(hubs: hubs, producers: 2),
+                try SourceTraffic(hubs: hubs),
+                try DescriptorTraffic(hubs: hubs, seed: options.seed &+ 1),
+                TimerTraffic(hubs: hubs, seed: options.seed &+ 2),
+                CallbackTraffic(hubs: hubs, seed: options.seed &+ 3),
+                ThreadChurn(seed: options.seed &+ 4),
+                AsyncTraffic(hubs: hubs),
+                try HelperTraffic(hubs: hubs, seed: options.seed &+ 5),
+                try SignalTraffic(hubs: hubs, seed: options.seed &+ 6),
+                ChildTraffic(hubs: hubs, seed: options.seed &+ 7),
+            ]
+        } catch {
+            StandardError.print("loop-soak: setting up failed: \(error)")
+            return nil
+        }
+        let control = RunControl()
+        do {
+            for workload in workloads { try workload.start(control) }
+        } catch {
+            StandardError.print("loop-soak: starting a workload failed: \(error)")
+            return nil
+        }
+
+        // The run: one sample a second; the baseline of descriptors and threads at the end of the warm-up. The
+        // pause for that baseline does not count as traffic time: the seconds after it start when it ends.
+        let begin = Loop.Instant.now
+        var origin = begin
+        var memory = MemorySampler(warmupSeconds: options.warmupSeconds)
+        var afterWarmup = ResourceSnapshot(descriptors: -1, threads: -1, dispatchThreads: 0)
+        let progressEvery = max(5, options.seconds / 20)
+        for second in 1...options.seconds {
+            Waiting.sleep(until: origin + .seconds(second))
+            if second == options.warmupSeconds {
+                let pauseStart = Loop.Instant.now
+                afterWarmup = quiescentSnapshot(control, hubs, "after the warm-up")
+                control.resume()
+                origin = origin + (Loop.Instant.now - pauseStart)
+            }
+            memory.sample(at: second)
+            if second % progressEvery == 0 || second == options.seconds {
+                Report.progress(second: second, rss: memory.samples.last!.bytes, heap: memory.samples.last!.heap)
+            }
+        }
+        let elapsed = Loop.Instant.now - origin
+
+        // The end: every driver parked, every delivery arrived, then the same counts as after the warm-up. Something
+        // may still be letting go of a descriptor or thread it was done with: wait for that, with a limit.
+        var atEnd = quiescentSnapshot(control, hubs, "at the end")
+        if !atEnd.matches(afterWarmup) {
+            Waiting.until(Waiting.deadline(in: Limits.release), every: .milliseconds(10)) {
+                atEnd = ResourceSnapshot.now()
+                return atEnd.matches(afterWarmup)
+            }
+        }
+        // How much of the resident set is free memory malloc kept (after the last sample: the figures are untouched).
+        HeapFigures.trim()
+        let rssTrimmed = ProcessFigures.residentBytes()
+        let stragglers = control.stop(deadline: Waiting.deadline(in: Limits.round))
+        if !stragglers.isEmpty { Violations.shared.record("drivers that did not leave: \(stragglers)") }
+        for workload in workloads { workload.join() }
+        for workload in workloads { workload.tearDown() }
+        for hub in hubs { hub.stop() }
+        return Measured(
+            elapsed: elapsed, rssTrimmed: rssTrimmed, afterWarmup: afterWarmup, atEnd: atEnd, memory: memory,
+            hubs: hubs.map(Report.HubFigures.init), loadMegaSpins: load.megaSpins)
+    }
+
+    /// Parks every driver at its checkpoint, waits until every delivery expected so far arrived, lets each hub go
+    /// round twice (changes from other threads applied, released items freed), and counts descriptors and threads.
+    private func quiescentSnapshot(_ control: RunControl, _ hubs: [Hub], _ moment: String) -> ResourceSnapshot {
+        let missing = control.pause(deadline: Waiting.deadline(in: Limits.round))
+        if !missing.isEmpty {
+            Violations.shared.record(
+                "drivers that did not reach a checkpoint within \(Limits.round) \(moment): \(missing)")
+        }
+        if !Waiting.until(Waiting.deadline(in: Limits.delivery), { Tallies.shared.allComplete }) {
+            for tally in Tallies.shared.all where !tally.isComplete {
+                Violations.shared.record(
+                    "\(tally.kind): \(tally.expected) expected, \(tally.delivered) arrived, \(Limits.deliverySeconds) s after the drivers "
+                        + "parked \(moment)")
+            }
+        }
+        for _ in 0..<2 {
+            for hub in hubs { _ = try? hub.thread.performAndWait {} }
+        }
+        return ResourceSnapshot.now()
+    }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds loop-soak in release mode and runs it: every kind of item, cross-thread traffic and LoopThread churn for
+# the given number of seconds (default 30) under one busy thread per CPU, then the report (exactly once,
+# descriptors, threads, RSS). Exits with loop-soak's status: 0 every check passed, 1 one failed.
+#
+#   scripts/soak.sh            30 s, as CI runs it
+#   scripts/soak.sh 600        the 10-minute soak of Docs/Reliability.md
+#   scripts/soak.sh 60 --load 4 --seed 7   further arguments go to loop-soak (loop-soak --help)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+seconds="${1:-30}"
+shift || true
+
+swift build -c release --product loop-soak >&2
+echo "# machine: $(uname -srm), $(nproc) CPUs; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+    "$(git diff --quiet HEAD -- Sources 2>/dev/null || echo '(with uncommitted changes)')"
+exec .build/release/loop-soak --seconds "$seconds" "$@"
