@@ -34,8 +34,9 @@ final class AsyncTraffic: Workload {
     }
 
     func join() {
-        if !Waiting.until(Waiting.deadline(in: .seconds(60)), { finished.load(ordering: .acquiring) }) {
-            Violations.shared.record("async: the actor's task did not end within 60 s of the stop")
+        if !Waiting.until(Waiting.deadline(in: Limits.delivery), { finished.load(ordering: .acquiring) }) {
+            Violations.shared.record(
+                "async: the actor's task did not end within \(Limits.deliverySeconds) s of the stop")
         }
         home.withLock { $0 }?.stop()
     }
