@@ -294,12 +294,14 @@ enum FaultScenarios {
             var found: [String] = []
             let fired = Counter()
             let timer = try! LoopTimer(after: .milliseconds(20)) { _ in fired.increment() }
-            // A far timer besides: the loop arms its timerfd even if the near one is due by the first pass (a slow
-            // start under a sanitizer), so the call always happens.
+            // First a run with nothing due for 100 ms: the loop certainly arms its timerfd and sleeps in epoll_wait
+            // (a near timer could already be due by the first pass under a sanitizer, and then neither call is
+            // made). Then the timer must fire.
             let far = ItemsSupport.keepAlive()
             injecting(fault, &found) {
-                try! loop.add(timer)
                 try! loop.add(far)
+                loop.run(in: .default, for: .milliseconds(100))
+                try! loop.add(timer)
                 ItemsSupport.run(loop, timeout: .seconds(5)) { fired.current > 0 }
             }
             far.invalidate()
