@@ -30,6 +30,9 @@ enum ForkGuard {
     private static let installed: Bool = {
         _ = LoopRegistry.key  // Created now, so the child handler never runs its one-time initialiser.
         _ = LiveLoops.chunks  // The same.
+        // The one generic type the handler names, instantiated now: in the child, filling the runtime's metadata cache
+        // could wait for good on its lock, if a parent thread held it at the fork (unoptimised builds look it up).
+        _ = Unmanaged<Loop>.self
         let status = pthread_atfork(nil, nil) { ForkGuard.childAfterFork() }
         require(status == 0, "RunLoopKit: pthread_atfork failed (\(status))")
         return true

@@ -359,7 +359,7 @@ import Testing
     func aForkChildNeverFeedsTheParentsSources() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             let source = try! SignalSource(signal: SIGUSR1) { _, _ in }
-            let child = fork()
+            let child = Reliability.forkWhenOtherThreadsSleep()
             if child == 0 {
                 SignalSupport.unblock([SIGUSR1])
                 try! ProcessSignal.raiseOnCallingThread(SIGUSR1)  // The handler has run when raise returns.

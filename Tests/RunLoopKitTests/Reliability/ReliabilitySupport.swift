@@ -1,3 +1,4 @@
+import CRunLoopShims
 import Foundation
 import Glibc
 import RunLoopKit
@@ -41,6 +42,53 @@ final class ReliabilityFlag: Sendable {
     private let value = Atomic<Bool>(false)
     func set() { value.store(true, ordering: .sequentiallyConsistent) }
     var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+}
+
+extension Reliability {
+    /// `fork()`, once every other thread of this process is asleep (two readings of `/proc/self/task` in a row find
+    /// none running), or after `timeout` regardless.
+    ///
+    /// The Swift runtime guards its type-metadata and conformance caches with mutexes that have no fork handlers: a
+    /// thread filling one of them at the fork leaves it locked for good in the child, whose first use of a type not
+    /// seen before then blocks forever (a hang in about 1 of 300 forks from an exit-test child, in
+    /// `swift_getWitnessTable` and `swift_getGenericMetadata`). A thread that fills a cache is running, so forking
+    /// while all others sleep (in `epoll_wait`, or idle in the cooperative pool) keeps the child's runtime usable.
+    static func forkWhenOtherThreadsSleep(timeout: Duration = .seconds(5)) -> pid_t {
+        let me = crunloop_gettid()
+        var quietReadings = 0
+        _ = waitUntil(timeout: timeout) {
+            quietReadings = otherThreadsSleep(besides: me) ? quietReadings + 1 : 0
+            return quietReadings >= 2
+        }
+        return fork()
+    }
+
+    /// Whether every thread of this process but `me` is in interruptible sleep (state `S` in its `stat`).
+    private static func otherThreadsSleep(besides me: pid_t) -> Bool {
+        guard let directory = opendir("/proc/self/task") else { return false }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard let thread = pid_t(name), thread != me else { continue }
+            guard let state = threadState("/proc/self/task/\(name)/stat"), state == "S" else { return false }
+        }
+        return true
+    }
+
+    /// The state letter of a `/proc/…/stat` file: the first character after the parenthesised command name.
+    private static func threadState(_ path: String) -> Character? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        let text = String(decoding: buffer[..<count], as: UTF8.self)
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        return text[close...].dropFirst().first { $0 != " " }
+    }
 }
 
 extension Reliability {
