@@ -37,16 +37,18 @@ let package = Package(
             dependencies: ["RunLoopKit"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // A seedable random number generator for the benchmark, the soak and the tests (no product exports it).
+        .target(name: "SplitMix64", swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "loop-bench",
-            dependencies: ["RunLoopKit"],
+            dependencies: ["RunLoopKit", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Every kind of item, cross-thread traffic and LoopThread churn for a set time under CPU load, with
         // exactly-once, descriptor, thread and memory checks (scripts/soak.sh; Docs/Reliability.md, "Soak").
         .executableTarget(
             name: "loop-soak",
-            dependencies: ["RunLoopKit"],
+            dependencies: ["RunLoopKit", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // What only the process's real main thread can show (the main queue and main actor on Loop.main): a test
@@ -67,7 +69,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "main-loop-check", "loop-demo"],
+            dependencies: ["RunLoopKit", "SplitMix64", "main-loop-check", "loop-demo"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

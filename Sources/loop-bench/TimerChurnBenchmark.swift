@@ -1,4 +1,5 @@
 import RunLoopKit
+import SplitMix64
 import Synchronization
 
 /// W4 churn: on the loop thread, for i in 0..<1,000,000 cancel timer i − 10,000 (once i ≥ 10,000), then schedule

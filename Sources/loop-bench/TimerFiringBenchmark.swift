@@ -1,4 +1,5 @@
 import RunLoopKit
+import SplitMix64
 
 /// W3 timers: on the loop thread, take t0 and schedule N = 100,000 one-shot timers due at t0 + U[0, 500 ms), then
 /// run until all have fired.

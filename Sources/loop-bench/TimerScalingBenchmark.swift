@@ -1,4 +1,5 @@
 import RunLoopKit
+import SplitMix64
 import Synchronization
 
 /// S2, timer churn against live timers (a scaling table, not one of the shared W1–W5): W4's schedule+cancel pair

@@ -1,4 +1,5 @@
 import RunLoopKit
+import SplitMix64
 import Synchronization
 
 /// One-shot callbacks (`Loop.schedule(after:)`, `schedule(at:)`, `cancel`): scheduled on the hubs from a driver
@@ -10,7 +11,7 @@ import Synchronization
 final class CallbackTraffic: Workload {
     private let hubs: [Hub]
     private let seed: UInt64
-    private let thread = Mutex<SoakThread?>(nil)
+    private let driver = DriverThread()
     private let scheduled: Tally
     private let cancelledFromDriver: Tally
     private let ranAfterCancel: Tally
@@ -27,18 +28,11 @@ final class CallbackTraffic: Workload {
     }
 
     func start(_ control: RunControl) throws {
-        let name = "callbacks"
-        control.register(name)
-        thread.withLock {
-            $0 = SoakThread(name: name) { [self] in
-                var random = SplitMix64(seed: seed)
-                while control.checkpoint(name) { round(&random) }
-            }
-        }
+        driver.start("callbacks", control: control, seed: seed) { [self] _, random in round(&random) }
     }
 
     func join() {
-        thread.withLock { $0 }?.join()
+        driver.join()
     }
 
     func tearDown() {}

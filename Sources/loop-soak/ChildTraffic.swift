@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import SplitMix64
 import Synchronization
 
 /// `ChildExitSource`s: a driver thread spawns `/bin/true` children with `posix_spawn` and watches each with a
@@ -32,7 +33,7 @@ final class ChildTraffic: Workload {
     private let slow: Tally
     /// How many slow children were described on standard error (the first three are).
     private let slowDescribed = Counter()
-    private let thread = Mutex<SoakThread?>(nil)
+    private let driver = DriverThread()
 
     /// Children watched on the hubs of `hubs`; `seed` drives the driver's choices.
     init(hubs: [Hub], seed: UInt64) {
@@ -44,18 +45,11 @@ final class ChildTraffic: Workload {
     }
 
     func start(_ control: RunControl) throws {
-        let name = "children"
-        control.register(name)
-        thread.withLock {
-            $0 = SoakThread(name: name) { [self] in
-                var random = SplitMix64(seed: seed)
-                while control.checkpoint(name) { round(&random) }
-            }
-        }
+        driver.start("children", control: control, seed: seed) { [self] _, random in round(&random) }
     }
 
     func join() {
-        thread.withLock { $0 }?.join()
+        driver.join()
     }
 
     func tearDown() {}

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import SplitMix64
 import Synchronization
 
 /// `FileDescriptorSource`s on pipes, socket pairs and eventfds, written from a driver thread and read in handlers on
@@ -14,7 +15,7 @@ import Synchronization
 /// opens a new one in its place.
 final class DescriptorTraffic: Workload {
     private let streams: [Stream]
-    private let thread = Mutex<SoakThread?>(nil)
+    private let driver = DriverThread()
     private let reopened: Tally
     private let seed: UInt64
 
@@ -36,38 +37,29 @@ final class DescriptorTraffic: Workload {
     }
 
     func start(_ control: RunControl) throws {
-        let name = "descriptors"
-        control.register(name)
-        let (streams, reopened, seed) = (streams, reopened, seed)
-        thread.withLock {
-            $0 = SoakThread(name: name) {
-                var random = SplitMix64(seed: seed)
-                var round = 0
-                while control.checkpoint(name) {
-                    for stream in streams {
-                        let pause = random.oneIn(6)
-                        if pause { stream.setWatching(false) }
-                        stream.write(Int.random(in: 1...8192, using: &random))
-                        if pause { stream.setWatching(true) }
-                    }
-                    let deadline = Waiting.deadline(in: Limits.delivery)
-                    if !Waiting.until(deadline, { streams.allSatisfy(\.isDrained) }) {
-                        for stream in streams {
-                            stream.verifyDrained("\(Limits.deliverySeconds) s after the round's writes")
-                        }
-                    }
-                    round += 1
-                    if round % 10 == 0 {
-                        streams[(round / 10) % streams.count].reopen(onHubThread: random.oneIn(2))
-                        reopened.deliver()
-                    }
+        let (streams, reopened) = (streams, reopened)
+        driver.start("descriptors", control: control, seed: seed) { round, random in
+            for stream in streams {
+                let pause = random.oneIn(6)
+                if pause { stream.setWatching(false) }
+                stream.write(Int.random(in: 1...8192, using: &random))
+                if pause { stream.setWatching(true) }
+            }
+            let deadline = Waiting.deadline(in: Limits.delivery)
+            if !Waiting.until(deadline, { streams.allSatisfy(\.isDrained) }) {
+                for stream in streams {
+                    stream.verifyDrained("\(Limits.deliverySeconds) s after the round's writes")
                 }
+            }
+            if round % 10 == 0 {
+                streams[(round / 10) % streams.count].reopen(onHubThread: random.oneIn(2))
+                reopened.deliver()
             }
         }
     }
 
     func join() {
-        thread.withLock { $0 }?.join()
+        driver.join()
     }
 
     func tearDown() {

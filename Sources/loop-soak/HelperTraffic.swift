@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import SplitMix64
 import Synchronization
 
 /// The helpers built on the core, fed from a driver thread: a `PassWorkQueue`, a `CommitBeforeSleep` and a
@@ -16,7 +17,7 @@ final class HelperTraffic: Workload {
     private let tasks: Channel
     private let updates: Channel
     private let phases: [(LoopPhase, [Loop.Mode], Channel)]
-    private let thread = Mutex<SoakThread?>(nil)
+    private let driver = DriverThread()
     private let seed: UInt64
 
     /// Helpers on `hubs[0]` and a monitor of `hubs[1]`; `seed` drives the driver's choices.
@@ -52,18 +53,11 @@ final class HelperTraffic: Workload {
     }
 
     func start(_ control: RunControl) throws {
-        let name = "helpers"
-        control.register(name)
-        thread.withLock {
-            $0 = SoakThread(name: name) { [self] in
-                var random = SplitMix64(seed: seed)
-                while control.checkpoint(name) { round(&random) }
-            }
-        }
+        driver.start("helpers", control: control, seed: seed) { [self] _, random in round(&random) }
     }
 
     func join() {
-        thread.withLock { $0 }?.join()
+        driver.join()
     }
 
     func tearDown() {

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import SplitMix64
 import Synchronization
 
 /// `SignalSource`s: the process sends itself signals from a driver thread (delivered to whichever thread the
@@ -23,7 +24,7 @@ final class SignalTraffic: Workload {
     private let queued: Watched
     private let merged: Watched
     private let churned: Tally
-    private let thread = Mutex<SoakThread?>(nil)
+    private let driver = DriverThread()
     private let seed: UInt64
 
     /// Sources on the hubs of `hubs`; `seed` drives the driver's choices.
@@ -40,23 +41,14 @@ final class SignalTraffic: Workload {
     }
 
     func start(_ control: RunControl) throws {
-        let name = "signals"
-        control.register(name)
-        thread.withLock {
-            $0 = SoakThread(name: name) { [self] in
-                var random = SplitMix64(seed: seed)
-                var round = 0
-                while control.checkpoint(name) {
-                    round += 1
-                    self.round()
-                    if round % 10 == 0 { churn(on: hubs.randomElement(using: &random)!) }
-                }
-            }
+        driver.start("signals", control: control, seed: seed) { [self] round, random in
+            self.round()
+            if round % 10 == 0 { churn(on: hubs.randomElement(using: &random)!) }
         }
     }
 
     func join() {
-        thread.withLock { $0 }?.join()
+        driver.join()
     }
 
     func tearDown() {

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import SplitMix64
 import Synchronization
 
 /// `LoopThread` churn: a driver thread keeps creating a thread, giving it items (a custom source, a repeating
@@ -14,7 +15,7 @@ import Synchronization
 /// its items); no descriptor or thread is left (counted at the checkpoints).
 final class ThreadChurn: Workload {
     private let seed: UInt64
-    private let driver = Mutex<SoakThread?>(nil)
+    private let driver = DriverThread()
     private let poster = Poster()
     private let threads: Tally
     private let blocks: Tally
@@ -39,23 +40,12 @@ final class ThreadChurn: Workload {
     }
 
     func start(_ control: RunControl) throws {
-        let name = "churn"
-        control.register(name)
         poster.start(refused: refused)
-        driver.withLock {
-            $0 = SoakThread(name: name) { [self] in
-                var random = SplitMix64(seed: seed)
-                var serial = 0
-                while control.checkpoint(name) {
-                    serial += 1
-                    round(serial, &random)
-                }
-            }
-        }
+        driver.start("churn", control: control, seed: seed) { [self] serial, random in round(serial, &random) }
     }
 
     func join() {
-        driver.withLock { $0 }?.join()
+        driver.join()
         poster.finish()
     }
 

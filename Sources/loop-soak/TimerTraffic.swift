@@ -1,4 +1,5 @@
 import RunLoopKit
+import SplitMix64
 import Synchronization
 
 /// `LoopTimer`s: one-shot timers with tolerances added to the hubs from a driver thread, some re-armed or
@@ -17,7 +18,9 @@ final class TimerTraffic: Workload {
 
     private let hubs: [Hub]
     private let seed: UInt64
-    private let thread = Mutex<SoakThread?>(nil)
+    private let driver = DriverThread()
+    /// Repeating timers replaced in the last round, checked in the next one (they must stay silent). Driver only.
+    private let retired = Mutex<[Repeating]>([])
     private let oneShots: Tally
     private let rearmedByHandler: Tally
     private let invalidatedFromDriver: Tally
@@ -48,32 +51,33 @@ final class TimerTraffic: Workload {
                 repeating.withLock { $0.append(timer) }
             }
         }
-        let name = "timers"
-        control.register(name)
-        thread.withLock {
-            $0 = SoakThread(name: name) { [self] in
-                var random = SplitMix64(seed: seed &+ 1)
-                var round = 0
-                var retired: [Repeating] = []
-                while control.checkpoint(name) {
-                    oneShotRound(&random)
-                    round += 1
-                    for timer in retired { timer.verifyRetired() }
-                    retired.removeAll()
-                    if round % 5 == 0 {
-                        repeating.withLock { $0[(round / 5) % $0.count] }.rearm(&random)
-                    }
-                    if round % 10 == 0 {
-                        retired.append(replaceRepeating(at: round / 10, &random))
-                    }
+        driver.start(
+            "timers", control: control, seed: seed &+ 1,
+            round: { [self] round, random in
+                oneShotRound(&random)
+                verifyRetired()
+                if round % 5 == 0 {
+                    repeating.withLock { $0[(round / 5) % $0.count] }.rearm(&random)
                 }
-                for timer in retired { timer.verifyRetired() }
-            }
-        }
+                if round % 10 == 0 {
+                    let replaced = replaceRepeating(at: round / 10, &random)
+                    retired.withLock { $0.append(replaced) }
+                }
+            },
+            finally: { [self] in verifyRetired() })
     }
 
     func join() {
-        thread.withLock { $0 }?.join()
+        driver.join()
+    }
+
+    /// Checks the repeating timers replaced in the last round, and forgets them.
+    private func verifyRetired() {
+        let timers = retired.withLock { timers in
+            defer { timers.removeAll() }
+            return timers
+        }
+        for timer in timers { timer.verifyRetired() }
     }
 
     func tearDown() {

@@ -1,4 +1,5 @@
 import Glibc
+import SplitMix64
 import Synchronization
 import Testing
 

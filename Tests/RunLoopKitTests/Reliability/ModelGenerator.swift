@@ -1,4 +1,5 @@
 import RunLoopKit
+import SplitMix64
 
 /// Draws random ``ModelOp`` steps from a seeded PRNG, keeping small pools of live item ids.
 struct ModelGenerator {

@@ -1,3 +1,4 @@
+import SplitMix64
 import Testing
 
 @testable import RunLoopKit
