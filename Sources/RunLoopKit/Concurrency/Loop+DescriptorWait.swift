@@ -51,9 +51,13 @@ extension Loop {
             }
             let source: FileDescriptorSource
             do {
-                source = try FileDescriptorSource(descriptor: descriptor, events: events) { seen in
+                source = try FileDescriptorSource(descriptor: descriptor, events: events) { [self] seen in
                     dropped.keepAlive()
-                    waiter.finish(.success(seen))
+                    if seen.contains(.invalid) {
+                        waiter.finish(.failure(lostSourceError(descriptor: descriptor)))
+                    } else {
+                        waiter.finish(.success(seen))
+                    }
                 }
             } catch {
                 waiter.finish(.failure(error))

@@ -112,7 +112,12 @@ final class ReadinessWatch: Sendable {
         }
         let source = try FileDescriptorSource(descriptor: descriptor, events: events) { [weak self] seen in
             dropped.keepAlive()
-            self?.deliver(seen)
+            guard let self else { return }
+            if seen.contains(.invalid) {
+                end(loop.lostSourceError(descriptor: descriptor))
+            } else {
+                deliver(seen)
+            }
         }
         dropped.arm()
         state.withLock { state in

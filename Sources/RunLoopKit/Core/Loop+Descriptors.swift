@@ -31,14 +31,33 @@ extension Loop {
     }
 
     /// Records `source` as the owner of its descriptor number. An earlier source of the same number lost its
-    /// descriptor (closed without invalidating): it is invalidated, and never sees the new descriptor's events.
+    /// descriptor (closed without invalidating): it never sees the new descriptor's events, and its handler is told
+    /// (``reportFailure(of:_:)``).
     func replaceRegistration(with source: FileDescriptorSource) {
         if let previous = descriptorTable.registered[source.descriptor], previous !== source {
             descriptorTable.registered[source.descriptor] = nil
+            descriptorTable.parked.removeAll { $0 === previous }
+            previous.isParked = false
             previous.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // The kernel dropped it.
-            previous.invalidate()
+            reportFailure(
+                of: previous,
+                LoopError(
+                    .badDescriptor, errno: EBADF,
+                    message: "descriptor \(previous.descriptor) was closed while its source watched it, and its "
+                        + "number now names another file"))
         }
         descriptorTable.registered[source.descriptor] = source
+    }
+
+    /// Records `error` as the source's ``FileDescriptorSource/failure``, invalidates the source (its registration
+    /// is already gone), and queues its last handler call (``FileDescriptorSource/Events/invalid``), which
+    /// ``handleReadyDescriptors(count:)`` makes in a pass of one of the modes it was in. Loop thread only.
+    func reportFailure(of source: FileDescriptorSource, _ error: LoopError) {
+        guard source.recordFailure(error) else { return }
+        var modeIDs: [Int] = []
+        source.memberships.forEach { modeIDs.append($0.modeID) }
+        source.invalidate()
+        if !modeIDs.isEmpty { descriptorTable.failed.append((source, modeIDs)) }
     }
 
     /// Tells the epoll set what `source` watches now (``FileDescriptorSource/events``), unless its reports are
@@ -80,7 +99,7 @@ extension Loop {
                 .badDescriptor, errno: error.errno,
                 message: "descriptor \(source.descriptor) was closed while its source watched it (\(error))")
             : LoopError(error, context: "changing what descriptor \(source.descriptor) watches")
-        source.fail(with: failure)
+        reportFailure(of: source, failure)
     }
 
     /// Forgets the source's registration for good, taking its descriptor out of the epoll set if that was not
@@ -130,11 +149,14 @@ extension Loop {
         }
     }
 
-    /// Step 9b: calls the handlers of the running mode's ready descriptor sources, lower order first; answers
-    /// whether any was handled. Reports of a descriptor whose registration was replaced or removed are dropped;
-    /// a source ready while none of its modes runs is taken out of the epoll set until one does.
+    /// Step 9b: calls the handlers of the running mode's ready descriptor sources, lower order first, each with
+    /// what it watches at that moment; answers whether any was handled. Reports of a descriptor whose registration
+    /// was replaced or removed are dropped; a source ready while none of its modes runs is taken out of the epoll
+    /// set until one does. Sources whose descriptor failed get their last call first.
     func handleReadyDescriptors(count: Int) -> Bool {
-        guard count > 0, let state = runStack.mode else { return false }
+        guard let state = runStack.mode else { return false }
+        var handled = descriptorTable.failed.isEmpty ? false : tellFailedSources(in: state)
+        guard count > 0 else { return handled }
         let buffer = scratch.eventBuffers[runStack.depth]  // Made by the wait that reported the events.
         var ready = scratch.readyDescriptors.take()
         for index in 0..<count {
@@ -152,12 +174,36 @@ extension Loop {
                 park(source)
             }
         }
-        var handled = false
         for (source, events) in ready where source.isValid && source.isIn(modeID: state.id) {
-            source.handler(source, events)
+            // Masked now, not when the report was read: an earlier handler of this pass may have changed `events`.
+            let reported = events.reported(by: source.events)
+            guard !reported.isEmpty else { continue }
+            source.handler(source, reported)
             handled = true
         }
         scratch.readyDescriptors.give(&ready)
         return handled
+    }
+
+    /// Calls, with ``FileDescriptorSource/Events/invalid``, the handlers of the failed sources that were in
+    /// `state`; the others wait for one of their modes. Answers whether any was called.
+    private func tellFailedSources(in state: ModeState) -> Bool {
+        var told = false
+        var index = 0
+        while index < descriptorTable.failed.count {
+            guard descriptorTable.failed[index].modeIDs.contains(state.id) else {
+                index += 1
+                continue
+            }
+            let source = descriptorTable.failed.remove(at: index).source
+            source.handler(source, .invalid)
+            told = true
+        }
+        return told
+    }
+
+    /// Whether a failed source waits for its last call in a run of `state`.
+    func hasFailedSource(in state: ModeState) -> Bool {
+        !descriptorTable.failed.isEmpty && descriptorTable.failed.contains { $0.modeIDs.contains(state.id) }
     }
 }

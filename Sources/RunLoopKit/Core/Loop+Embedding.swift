@@ -10,7 +10,14 @@ extension Loop {
     /// a due timer (the timerfd is armed for the next one), or a wake-up from another thread (a signal, a block, an
     /// item change, ``wakeUp()``). It is the loop's epoll set. Safe from any thread; valid until the loop's thread
     /// exits. Never read it, close it or change it: only wait for it to be readable.
-    public var pollDescriptor: CInt { poller.epoll }
+    ///
+    /// Reading it while the loop is not readied for a host's wait (before the first ``runPass(in:)``, or after a
+    /// run of its own) makes it readable at once, so the host's first wait ends and its ``runPass(in:)`` readies the
+    /// loop: no priming pass is needed before the host's loop starts, and nothing sent meanwhile is missed.
+    public var pollDescriptor: CInt {
+        poller.readyForHostUnlessWaiting()
+        return poller.epoll
+    }
 
     /// Runs one pass of `mode` without sleeping, then readies ``pollDescriptor`` for the host's wait. Loop thread
     /// only (traps otherwise).

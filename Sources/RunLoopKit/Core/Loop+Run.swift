@@ -123,6 +123,7 @@ extension Loop {
     func isEmpty(_ state: ModeState) -> Bool {
         guard nothingKeepsAlive(state) else { return false }
         return !blocks.contains { canRun($0, state) } && !hasQueuedMainQueueWork(in: state)
+            && !hasFailedSource(in: state)
     }
 
     /// The mode `name` created because a pending block names it (CF creates a block's modes when it is queued;

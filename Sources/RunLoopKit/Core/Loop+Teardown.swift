@@ -19,6 +19,7 @@ extension Loop {
             source.forgetRegistration()  // Registered afresh by the loop it joins next, if any.
         }
         descriptorTable.registered.removeAll()
+        descriptorTable.failed.removeAll()  // Last calls no run of their modes made: the thread is gone.
         timerTable.parked.removeAll()
         let callbacks = timerTable.callbacks.removeAll()
         timerTable.remoteCallbacks.removeAll()

@@ -78,7 +78,8 @@ public final class ChildExitSource: Sendable {
         } catch {
             throw Self.checkError(error, pid: pid)
         }
-        let descriptorSource = try FileDescriptorSource(descriptor: pidfd, order: order) { _ in
+        let descriptorSource = try FileDescriptorSource(descriptor: pidfd, order: order) { events in
+            guard !events.contains(.invalid) else { return }  // The pidfd is ours: only a refused change gets here.
             relay.descriptorReady()
         }
         self.pid = pid

@@ -125,7 +125,8 @@ public final class SignalSource: Sendable {
     var descriptorSource: FileDescriptorSource? { watcher.withLock { $0.source } }
 
     private func makeDescriptorSource() throws(LoopError) -> FileDescriptorSource {
-        try FileDescriptorSource(descriptor: eventDescriptor, events: .readable, order: order) { [self] _ in
+        try FileDescriptorSource(descriptor: eventDescriptor, events: .readable, order: order) { [self] events in
+            guard !events.contains(.invalid) else { return }  // The eventfd is ours: only a refused change gets here.
             deliver()
         }
     }

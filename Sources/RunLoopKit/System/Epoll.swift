@@ -8,6 +8,7 @@ enum Epoll {
         let rawValue: UInt32
         static let input = Events(rawValue: EPOLLIN.rawValue)
         static let output = Events(rawValue: EPOLLOUT.rawValue)
+        static let priority = Events(rawValue: EPOLLPRI.rawValue)
         static let error = Events(rawValue: EPOLLERR.rawValue)
         static let hangUp = Events(rawValue: EPOLLHUP.rawValue)
         static let readHangUp = Events(rawValue: EPOLLRDHUP.rawValue)

@@ -71,6 +71,36 @@ import Testing
         descriptor.invalidate()
     }
 
+    /// The host starts waiting before the loop's first pass, with no priming `runPass()`: a signal from another
+    /// thread still reaches the handler, because reading `pollDescriptor` made it readable until the first pass.
+    /// (Before, nothing ever made it readable: the loop had not announced a sleep, so the signal wrote no eventfd.)
+    @Test func aHostThatWaitsBeforeTheFirstPassMissesNothing() throws {
+        let handled = ItemsSupport.Flag()
+        let waitsTimedOut = Counter()
+        let sourceBox = Box<LoopSource>()
+        let ready = ItemsSupport.Flag()
+        let host = TestThread {
+            let loop = Loop.current
+            let source = LoopSource { handled.set() }
+            try! loop.add(source)
+            sourceBox.value = source
+            var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)
+            ready.set()
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !handled.isSet && ContinuousClock.now < deadline {
+                if poll(&entry, 1, 5_000) == 0 { waitsTimedOut.increment() }
+                while loop.runPass() {}
+                entry.fd = loop.pollDescriptor
+            }
+            source.invalidate()
+        }
+        #expect(waitUntil { ready.isSet })
+        sourceBox.value!.signal()
+        host.join()
+        #expect(handled.isSet)
+        #expect(waitsTimedOut.current == 0, "a host wait ended by its time limit, not by the descriptor")
+    }
+
     @Test func aHostWaitsWhileTheLoopHasNothingToDo() throws {
         let report = HostReport()
         let stop = ItemsSupport.Flag()

@@ -166,6 +166,8 @@ import Testing
         let writeEnd: CInt
         var source: FileDescriptorSource?
         var calls = 0
+        /// Last calls telling the handler its descriptor is gone (``FileDescriptorSource/Events/invalid``).
+        var invalidCalls = 0
         /// Set right after `invalidate()` returned (on the loop's thread).
         var invalidated = false
         /// Its descriptors were closed.
@@ -331,6 +333,15 @@ import Testing
                 let source = try! FileDescriptorSource(descriptor: item.readEnd, order: world.random.below(3)) {
                     events in
                     world.descriptorCalls += 1
+                    if events == .invalid {
+                        // The loop found the number taken by a newer file: one last call, nothing after it.
+                        item.invalidCalls += 1
+                        if item.invalidCalls > 1 { failures.append("descriptor handler told invalid twice") }
+                        if item.invalidated { failures.append("handler told invalid after invalidate() returned") }
+                        if item.source?.failure == nil { failures.append("handler told invalid with no failure") }
+                        return
+                    }
+                    if item.invalidCalls > 0 { failures.append("descriptor handler called after it was told invalid") }
                     item.calls += 1
                     if item.invalidated { failures.append("descriptor handler called after invalidate() returned") }
                     if item.superseded {

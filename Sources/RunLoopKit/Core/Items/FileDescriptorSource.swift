@@ -9,10 +9,18 @@ import Synchronization
 /// ready descriptor is handled in the pass that saw it (CF on Linux handles one per pass). Handling one counts
 /// as a handled source for ``Loop/run(in:for:returnAfterSourceHandled:)``.
 ///
+/// What the handler is told is what holds *and* is watched at the moment it is called: a handler earlier in the same
+/// pass that changed ``events`` of another source changes that source's report too (as libuv does). Set ``events``
+/// to `[]` to watch nothing, hang-up and error included, until it is set again: this is how a C library's "stop
+/// watching this socket for now" maps. Edge-triggered and one-shot registrations are not offered: setting `events`
+/// to `[]` in the handler gives one-shot behaviour, and level-triggered reports cannot be lost by a handler that
+/// reads less than everything (edge-triggered ones can).
+///
 /// The source does not own the descriptor: invalidate the source before closing the descriptor. If the
-/// descriptor is closed anyway and its number reused, the old source never sees the new descriptor's events; when the
-/// loop notices (a change of ``events``, or resuming a parked source, fails), it invalidates the source and says why
-/// in ``failure``.
+/// descriptor is closed anyway and its number reused, the old source never sees the new descriptor's events. When the
+/// loop notices (a change of ``events``, resuming a parked source, or a new source on the same number), it stops
+/// watching, calls the handler one last time with ``Events/invalid`` in a pass of one of the source's modes, and
+/// invalidates the source; ``failure`` says why.
 ///
 /// Threading: ``invalidate()``, ``LoopItem/isValid`` and ``events`` (get and set) are safe from any thread; the handler
 /// runs on the loop's thread. A source belongs to at most one loop, in any number of its modes.
@@ -35,21 +43,37 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
         public static let error = Events(rawValue: 1 << 2)
         /// The peer hung up (or shut down writing); always reported, whether asked for or not.
         public static let hangUp = Events(rawValue: 1 << 3)
+        /// Exceptional data is ready (`EPOLLPRI`): a socket's urgent data, a PSI trigger's pressure event, a sysfs
+        /// attribute that changed, a pseudo-terminal's packet-mode state. Watched only when asked for.
+        public static let priority = Events(rawValue: 1 << 4)
+        /// The loop can no longer watch the descriptor (it was closed behind the source's back, or the kernel
+        /// refused a change of what it watches): the last call the handler gets. The source is invalidated by then,
+        /// and ``FileDescriptorSource/failure`` says why. Never watched; setting it in ``FileDescriptorSource/events``
+        /// has no effect.
+        public static let invalid = Events(rawValue: 1 << 5)
+
+        /// The conditions a source can ask to watch.
+        static let watchable: Events = [.readable, .writable, .priority]
 
         /// The member names joined by `|`.
         public var description: String {
             let names: [(Events, String)] = [
                 (.readable, "readable"), (.writable, "writable"), (.error, "error"), (.hangUp, "hangUp"),
+                (.priority, "priority"), (.invalid, "invalid"),
             ]
             let present = names.filter { contains($0.0) }.map(\.1)
             return present.isEmpty ? "[]" : present.joined(separator: "|")
         }
 
+        /// What the epoll set is told for a source watching these conditions. Nothing watched: a one-shot
+        /// registration with no events, which reports at most one hang-up or error (epoll always reports those)
+        /// and then stays silent until changed; the report is not passed on (see ``reported(by:)``).
         var epollEvents: Epoll.Events {
-            var events: Epoll.Events = []
+            guard !isDisjoint(with: Self.watchable) else { return .oneShot }
+            var events: Epoll.Events = [.readHangUp]
             if contains(.readable) { events.insert(.input) }
             if contains(.writable) { events.insert(.output) }
-            events.insert(.readHangUp)
+            if contains(.priority) { events.insert(.priority) }
             return events
         }
 
@@ -57,9 +81,17 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
             var result: Events = []
             if events.contains(.input) { result.insert(.readable) }
             if events.contains(.output) { result.insert(.writable) }
+            if events.contains(.priority) { result.insert(.priority) }
             if events.contains(.error) { result.insert(.error) }
             if !events.isDisjoint(with: [.hangUp, .readHangUp]) { result.insert(.hangUp) }
             self = result
+        }
+
+        /// The part of a report (`self`) a source watching `watched` is told: what it watches, plus hang-up and
+        /// error unless it watches nothing. Empty: no handler call.
+        func reported(by watched: Events) -> Events {
+            guard !watched.isDisjoint(with: Self.watchable) else { return [] }
+            return intersection(watched.union([.error, .hangUp]))
         }
     }
 
@@ -134,7 +166,7 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
         }
         self.descriptor = descriptor
         self.fileIdentity = identity
-        self.watchedEvents = Atomic(events.intersection([.readable, .writable]).rawValue)
+        self.watchedEvents = Atomic(events.intersection(Events.watchable).rawValue)
         self.order = order
         self.handler = handler
         var next = Self.generations.add(1, ordering: .relaxed).newValue
@@ -156,40 +188,44 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
         UInt64(generation) << 32 | UInt64(UInt32(bitPattern: descriptor))
     }
 
-    /// The conditions watched (``Events/error`` and ``Events/hangUp`` are reported regardless). Safe from any
-    /// thread.
+    /// The conditions watched: any of ``Events/readable``, ``Events/writable`` and ``Events/priority``
+    /// (``Events/error`` and ``Events/hangUp`` are reported with them regardless), or `[]` to watch nothing at all,
+    /// hang-up and error included. Safe from any thread.
     ///
     /// Set it to change what the source watches without recreating it: add ``Events/writable`` while output is
-    /// pending and take it away once the buffer drained, or drop ``Events/readable`` to stop reading from a peer
-    /// that does not read its replies. On the loop's thread (a handler, typically) the change applies at once;
-    /// from another thread at the loop's next pass. Only ``Events/readable`` and ``Events/writable`` are kept. If the
-    /// epoll set refuses the change (the descriptor was closed behind the source's back), the source is invalidated
-    /// and ``failure`` says why.
+    /// pending and take it away once the buffer drained, drop ``Events/readable`` to stop reading from a peer that
+    /// does not read its replies, or set `[]` while a C library says "watch nothing for now". On the loop's thread (a
+    /// handler, typically) the change applies at once, to the reports of the pass under way too: a source no longer
+    /// watching a condition is not told of it. From another thread it applies at the loop's next pass. Other bits
+    /// are ignored. If the epoll set refuses the change (the descriptor was closed behind the source's back), the
+    /// handler gets ``Events/invalid`` and ``failure`` says why.
     public var events: Events {
         get { Events(rawValue: watchedEvents.load(ordering: .acquiring)) }
         set {
-            let watched = newValue.intersection([.readable, .writable])
+            let watched = newValue.intersection(Events.watchable)
             guard watchedEvents.exchange(watched.rawValue, ordering: .acquiringAndReleasing) != watched.rawValue
             else { return }
             owner?.onLoopThread(with: self) { loop, source in loop.applyWatchedEvents(source) }
         }
     }
 
-    /// Why the loop invalidated the source itself, or `nil`: set when the loop could no longer watch the descriptor
-    /// as asked (it was closed behind the source's back, so a change of ``events`` or a resumed watch failed with
-    /// ``LoopError/Code/badDescriptor``; or the kernel refused the change, e.g. `ENOMEM`, with
-    /// ``LoopError/Code/systemCallFailed``). The source is invalid from then on, out of every mode and out of the
-    /// epoll set, so it neither spins the loop nor keeps a run alive. Safe from any thread.
+    /// Why the loop stopped watching the descriptor, or `nil`: set when it could no longer watch it as asked (it
+    /// was closed behind the source's back, so a change of ``events``, a resumed watch or a new source on the same
+    /// number found another file or none: ``LoopError/Code/badDescriptor``; or the kernel refused the change, e.g.
+    /// `ENOMEM`: ``LoopError/Code/systemCallFailed``). From then on nothing of the source is in the epoll set, so it
+    /// cannot spin the loop; its handler gets ``Events/invalid`` once, in a pass of one of its modes, and the source
+    /// is invalidated right before that call, so it keeps no run alive. Safe from any thread.
     ///
     /// `events` can be set from any thread and applies on the loop's thread, so a failure cannot be thrown to the
-    /// setter: it is recorded here, and ``LoopItem/isValid`` turns false.
+    /// setter: it is recorded here and reported to the handler.
     public var failure: LoopError? { recordedFailure.load()?.error }
 
-    /// Records `error` as ``failure`` and invalidates the source. Loop thread only.
-    func fail(with error: LoopError) {
-        guard isValid else { return }  // Its owner invalidated it first: no failure to report.
+    /// Records `error` as ``failure``; answers whether it is the first (the handler is to be told). Loop thread only.
+    func recordFailure(_ error: LoopError) -> Bool {
+        // Invalidated by its owner first: no failure to report. Only the loop's thread records, so no race here.
+        guard isValid, recordedFailure.load() == nil else { return false }
         _ = recordedFailure.storeIfNil(RecordedFailure(error))
-        invalidate()
+        return true
     }
 
     /// Whether this descriptor source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for

@@ -114,6 +114,23 @@ final class Poller: Sendable {
         }
     }
 
+    /// Makes ``epoll`` poll readable now, unless the loop has announced a sleep (then work sent from other threads
+    /// does it): a host that starts waiting on the descriptor before the loop's first ``Loop/runPass(in:)`` wakes at
+    /// once, and that pass readies the loop for the host's waits. Any thread.
+    func readyForHostUnlessWaiting() {
+        guard !isWaiting.load(ordering: .sequentiallyConsistent) else { return }
+        guard !ForkGuard.isStale(forkGeneration) else { return }
+        lifecycle.withLock { isOpen in
+            guard isOpen else { return }
+            eventFDWrites.add(1, ordering: .relaxed)
+            do {
+                try EventFD.signal(wakeUpDescriptor)
+            } catch {
+                trap("RunLoopKit: writing the loop's wake-up eventfd failed: \(error)")
+            }
+        }
+    }
+
     // MARK: Registration (any thread)
 
     /// Adds `descriptor` to the epoll set, level-triggered, tagged with `tag`.

@@ -285,7 +285,7 @@ import Testing
         let validity = Recorder<Bool>()
         ItemsSupport.onLoopThread { loop in
             let old = Pipe()
-            let oldSource = try! FileDescriptorSource(descriptor: old.readEnd) { _ in calls.append("old") }
+            let oldSource = try! FileDescriptorSource(descriptor: old.readEnd) { calls.append("old \($0)") }
             try! loop.add(oldSource)
             try! loop.add(ItemsSupport.keepAlive())
             loop.run(in: .default, for: .zero)
@@ -311,20 +311,22 @@ import Testing
             Glibc.close(new.writeEnd)
             Glibc.close(old.writeEnd)
         }
-        #expect(calls.all == ["new"])
+        // The old source is told once that its descriptor is gone, and never sees the new file's events.
+        #expect(calls.all == ["old invalid", "new"])
         #expect(validity.all == [false, true])
     }
 
     /// Closed behind the source's back and its number taken by another pipe (not watched by any source), then
     /// `events` is changed: the kernel answers `ENOENT` (the new file is not in the set). The source is invalidated
-    /// with the reason, the new file is never watched in its place, and a run of the mode it was alone in finishes
-    /// (before, `isValid` flipped with no reason recorded; with no other item, `run()` never returned).
+    /// with the reason, its handler is told once (``FileDescriptorSource/Events/invalid``), the new file is never
+    /// watched in its place, and a run of the mode it was alone in finishes (before, `isValid` flipped with no reason
+    /// recorded and no call; with no other item, `run()` never returned).
     @Test func changingEventsOfASourceWhoseDescriptorWasClosedInvalidatesItWithTheReason() {
         let outcome = Recorder<String>()
         ItemsSupport.onLoopThread { loop in
             let old = Pipe()
             let number = old.readEnd
-            let source = try! FileDescriptorSource(descriptor: number, events: []) { _ in outcome.append("called") }
+            let source = try! FileDescriptorSource(descriptor: number, events: []) { outcome.append("called \($0)") }
             try! loop.add(source)
             let new = Pipe()
             precondition(dup2(new.readEnd, number) == number)  // Atomic: no parallel test takes the number.
@@ -338,7 +340,7 @@ import Testing
             Glibc.close(new.writeEnd)
             Glibc.close(old.writeEnd)
         }
-        #expect(outcome.all == ["valid false, failure badDescriptor \(ENOENT)", "run: finished"])
+        #expect(outcome.all == ["valid false, failure badDescriptor \(ENOENT)", "called invalid", "run: finished"])
     }
 
     @Test func parkedSourceWhoseDescriptorNumberIsReusedNeverSeesTheNewDescriptor() {
@@ -347,7 +349,7 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             let old = Pipe()
             let number = old.readEnd
-            let oldSource = try! FileDescriptorSource(descriptor: number) { _ in calls.append("old") }
+            let oldSource = try! FileDescriptorSource(descriptor: number) { calls.append("old \($0)") }
             try! loop.add(oldSource, to: "other")
             try! loop.add(ItemsSupport.keepAlive())
             try! loop.add(ItemsSupport.keepAlive(), to: "other")
@@ -366,8 +368,9 @@ import Testing
             Glibc.close(new.writeEnd)
             Glibc.close(old.writeEnd)
         }
-        #expect(calls.all == [])
-        #expect(results.all == ["timedOut", "false"])
+        // Resuming it in "other" finds another file: its handler is told, in that mode, and nothing else.
+        #expect(calls.all == ["old invalid"])
+        #expect(results.all == ["handledSource", "false"])
     }
 
     @Test func sourceInvalidatedInItsHandlerIsNotCalledAgain() {
