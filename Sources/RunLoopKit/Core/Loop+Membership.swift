@@ -103,10 +103,11 @@ extension Loop {
             // Invalidated meanwhile, on another thread, before it saw the registration: take it out here.
             if !source.isValid { removeRegistration(of: source) }
         }
-        onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.apply(change.0.item, to: change.1) }
+        onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.join(change.0.item, to: change.1) }
     }
 
-    private func apply(_ item: AnyItem, to mode: Mode) {
+    /// Puts `item` in `mode` (or in every common mode, for ``Mode/common``). Loop thread only.
+    func join(_ item: AnyItem, to mode: Mode) {
         guard item.base.isValid else { return }
         if mode == .common {
             guard modeTable.commonItems.updateValue(item, forKey: item.identity) == nil else { return }
@@ -125,6 +126,7 @@ extension Loop {
     }
 
     private func applyRemoval(_ item: AnyItem, from mode: Mode) {
+        if case .timer(let timer) = item, timer.formerModes != nil { forgetFormerMode(mode, of: timer) }
         if mode == .common {
             guard modeTable.commonItems.removeValue(forKey: item.identity) != nil else { return }
             item.base.isCommon = false
