@@ -6,7 +6,8 @@ import Synchronization
 /// invalidated from that thread, some invalidated on the hub's thread, some re-armed by their own handler; and
 /// long-lived repeating timers, re-armed and replaced from the driver thread now and then.
 ///
-/// Checks: a one-shot fires exactly once (twice when its handler re-arms it), never before the time it fires for;
+/// Checks: a one-shot fires exactly once (twice when its handler re-arms it; once more when the driver's re-arm
+/// found it fired already, and then for the re-armed time), never before the time it fires for;
 /// invalidated on the loop's thread it never fires afterwards, from another thread at most once more. A repeating
 /// timer never fires early, its fire times only increase and stay on its grid (interval steps) except for a
 /// re-armed time, and it fires at most once more after `invalidate()` returned on another thread.
@@ -23,6 +24,7 @@ final class TimerTraffic: Workload {
     private let retired = Mutex<[Repeating]>([])
     private let oneShots: Tally
     private let rearmedByHandler: Tally
+    private let rearmedAfterFiring: Tally
     private let invalidatedFromDriver: Tally
     private let invalidatedOnHub: Tally
     private let firedBeforeInvalidation: Tally
@@ -36,6 +38,8 @@ final class TimerTraffic: Workload {
         self.seed = seed
         oneShots = Tallies.shared.make("timers: one-shot", promise: "each fires once, never early")
         rearmedByHandler = Tallies.shared.make("timers: one-shot re-armed by its handler", promise: "fires twice")
+        rearmedAfterFiring = Tallies.shared.make(
+            "timers: ... fired again: re-armed after firing", promise: nil)
         invalidatedFromDriver = Tallies.shared.make("timers: one-shot invalidated from another thread", promise: nil)
         invalidatedOnHub = Tallies.shared.make("timers: one-shot invalidated on the hub", promise: nil)
         firedBeforeInvalidation = Tallies.shared.make("timers: ... fired before their invalidation", promise: nil)
@@ -106,8 +110,8 @@ final class TimerTraffic: Workload {
             }
             let timer: LoopTimer
             do {
-                timer = try LoopTimer(after: delay, tolerance: tolerance) { timer in
-                    shot.fired(timer, rearm: plan == .rearmedByHandler, tally: tally)
+                timer = try LoopTimer(after: delay, tolerance: tolerance) { [rearmedAfterFiring] timer in
+                    shot.fired(timer, rearm: plan == .rearmedByHandler, tally: tally, refired: rearmedAfterFiring)
                 }
                 try hub.loop.add(timer, to: mode)
             } catch {
@@ -119,7 +123,9 @@ final class TimerTraffic: Workload {
                 tally.expect(shot.expectedFires)
             case .rearmedFromDriver:
                 tally.expect()
-                timer.setNextFireTime(.now + .microseconds(Int.random(in: 0...12_000, using: &random)))
+                let target = Loop.Instant.now + .microseconds(Int.random(in: 0...12_000, using: &random))
+                shot.rearmed(to: target)
+                timer.setNextFireTime(target)
             case .invalidatedFromDriver:
                 timer.invalidate()
                 shot.invalidated(at: shot.fireCount)
@@ -185,6 +191,8 @@ final class TimerTraffic: Workload {
         let expectedFires: Int
         private let fires = Atomic<Int>(0)
         private let firesAtInvalidationStorage = Atomic<Int>(0)
+        /// The time the driver re-armed the timer for, in nanoseconds; 0 if it did not.
+        private let rearmedTo = Atomic<Int64>(0)
 
         init(expectedFires: Int) {
             self.expectedFires = expectedFires
@@ -197,13 +205,24 @@ final class TimerTraffic: Workload {
             firesAtInvalidationStorage.store(fireCount, ordering: .relaxed)
         }
 
-        /// The handler: never early, never more often than expected; re-arms itself once when `rearm`.
-        func fired(_ timer: LoopTimer, rearm: Bool, tally: Tally) {
+        /// The driver is about to re-arm the timer for `time`.
+        func rearmed(to time: Loop.Instant) {
+            rearmedTo.store(time.nanoseconds, ordering: .relaxed)
+        }
+
+        /// The handler: never early, never more often than expected; re-arms itself once when `rearm`. A timer the
+        /// driver re-armed after it fired fires once more, for the re-armed time (counted in `refired`).
+        func fired(_ timer: LoopTimer, rearm: Bool, tally: Tally, refired: Tally) {
             let now = Loop.Instant.now
             if now < timer.nextFireTime {
                 Violations.shared.record("timers: a one-shot fired \(timer.nextFireTime - now) early")
             }
             let count = fires.add(1, ordering: .acquiringAndReleasing).newValue
+            let rearmedTo = rearmedTo.load(ordering: .relaxed)
+            if count == expectedFires + 1, rearmedTo != 0, timer.nextFireTime.nanoseconds == rearmedTo {
+                refired.deliver()
+                return
+            }
             if count > expectedFires {
                 Violations.shared.record("timers: a one-shot fired \(count) times (at most \(expectedFires))")
             }

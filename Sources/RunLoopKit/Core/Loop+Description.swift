@@ -4,7 +4,7 @@ extension Loop: CustomStringConvertible {
     /// On the loop's own thread it lists every mode and item (sources with order and signalled state, timers with next
     /// fire time, interval and tolerance, observers with activities, descriptor sources with descriptor and events),
     /// and how many one-shot callbacks are scheduled. From another thread, where the items cannot be read safely, it
-    /// gives the summary line only.
+    /// gives the summary line only; ``itemCounts(in:)`` tells how many items each mode holds, from any thread.
     public var description: String {
         var text = "Loop(thread \(identity.threadID)\(isMain ? ", main" : "")"
         if isTerminated { return text + ", terminated)" }

@@ -103,13 +103,15 @@ extension Loop {
             // Invalidated meanwhile, on another thread, before it saw the registration: take it out here.
             if !source.isValid { removeRegistration(of: source) }
         }
-        onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.apply(change.0.item, to: change.1) }
+        onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.join(change.0.item, to: change.1) }
     }
 
-    private func apply(_ item: AnyItem, to mode: Mode) {
+    /// Puts `item` in `mode` (or in every common mode, for ``Mode/common``). Loop thread only.
+    func join(_ item: AnyItem, to mode: Mode) {
         guard item.base.isValid else { return }
         if mode == .common {
             guard modeTable.commonItems.updateValue(item, forKey: item.identity) == nil else { return }
+            commonItemCounts.adjust(item, by: 1)
             item.base.isCommon = true
             for name in modeTable.commonNames { addToMode(item, self.mode(named: name)) }
         } else {
@@ -125,8 +127,10 @@ extension Loop {
     }
 
     private func applyRemoval(_ item: AnyItem, from mode: Mode) {
+        if case .timer(let timer) = item, timer.formerModes != nil { forgetFormerMode(mode, of: timer) }
         if mode == .common {
             guard modeTable.commonItems.removeValue(forKey: item.identity) != nil else { return }
+            commonItemCounts.adjust(item, by: -1)
             item.base.isCommon = false
             for name in modeTable.commonNames {
                 if let state = existingMode(named: name) { removeFromMode(item, state) }
@@ -210,6 +214,7 @@ extension Loop {
     func detachNow(_ item: AnyItem) {
         if item.base.isCommon {
             modeTable.commonItems[item.identity] = nil
+            commonItemCounts.adjust(item, by: -1)
             item.base.isCommon = false
         }
         // Taken one at a time rather than iterated, so removing does not mutate what is being iterated.

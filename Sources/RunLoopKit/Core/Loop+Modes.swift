@@ -37,7 +37,7 @@ extension Loop {
     @inline(never)
     private func makeMode(named name: Mode) -> ModeState {
         let state = modeTable.make(named: name)
-        publishedModes.withLock { $0.created(name, id: state.id) }
+        publishedModes.withLock { $0.created(name, id: state.id, counts: state.counts) }
         return state
     }
 

@@ -8,6 +8,7 @@ extension Loop {
         closeInbox()
         for (_, item) in modeTable.commonItems { item.base.isCommon = false }
         modeTable.commonItems.removeAll()
+        commonItemCounts.reset()
         for state in modeTable.list {
             for source in state.sources { removeFromMode(.source(source), state) }
             for timer in state.timers { removeFromMode(.timer(timer), state) }

@@ -21,7 +21,8 @@ extension Loop {
         timer.state = .idle
     }
 
-    /// Moves `timer`'s next fire time, on the loop's thread.
+    /// Moves `timer`'s next fire time, on the loop's thread. A move that arrives after a one-shot timer fired (it is
+    /// spent, or spent and re-armed meanwhile but not yet back in its modes) only sets the time.
     func reschedule(_ timer: LoopTimer, at fireTime: Int64) {
         onLoopThread(with: (timer, fireTime)) { loop, change in
             let (timer, fireTime) = change
@@ -30,6 +31,45 @@ extension Loop {
             timer.fireTime = fireTime
             if timer.isInAnyMode { loop.schedule(timer) }
         }
+    }
+
+    /// Puts a spent one-shot timer that `setNextFireTime` just revived back in the modes it was in, for `fireTime`, on
+    /// the loop's thread. Nothing happens if it was invalidated meanwhile.
+    func rearm(_ timer: LoopTimer, at fireTime: Int64) {
+        onLoopThread(with: (timer, fireTime)) { loop, change in
+            let (timer, fireTime) = change
+            guard timer.isValid else { return }
+            loop.unschedule(timer)
+            timer.fireTime = fireTime
+            if let former = timer.formerModes, former.loop == ObjectIdentifier(loop) {
+                if former.wasCommon { loop.join(.timer(timer), to: .common) }
+                former.memberships.forEach { loop.addToMode(.timer(timer), loop.modeTable[$0.modeID]) }
+            }
+            timer.formerModes = nil
+            if timer.isInAnyMode, timer.state == .idle { loop.schedule(timer) }
+        }
+    }
+
+    /// A one-shot timer that fired on its own: out of every mode, invalid until re-armed, its modes remembered for
+    /// ``rearm(_:at:)``. Loop thread only.
+    private func spend(_ timer: LoopTimer) {
+        // If `invalidate()` won the race from another thread, its own detach is on its way.
+        guard timer.markSpent() else { return }
+        timer.formerModes = LoopTimer.FormerModes(
+            loop: ObjectIdentifier(self), memberships: timer.memberships, wasCommon: timer.isCommon)
+        detachNow(.timer(timer))
+    }
+
+    /// Forgets `mode` among the modes a spent one-shot timer rejoins when re-armed: the timer was removed from it
+    /// after it fired. Loop thread only.
+    func forgetFormerMode(_ mode: Mode, of timer: LoopTimer) {
+        guard var former = timer.formerModes else { return }
+        if mode == .common {
+            former.wasCommon = false
+        } else if let state = existingMode(named: mode) {
+            _ = former.memberships.remove(modeID: state.id)
+        }
+        timer.formerModes = former
     }
 
     /// Arms the timerfd for the earlier of the first timer's latest fire time and `deadline`; answers false, arming
@@ -56,7 +96,7 @@ extension Loop {
     /// tolerance), then of scheduling.
     ///
     /// Due timers and callbacks of modes not running are parked until one of their modes runs. A repeating timer is
-    /// put back on its grid after its handler; a one-shot timer is invalidated. Everything due when the pass looked
+    /// put back on its grid after its handler; a one-shot timer is spent (invalid, out of its modes, until re-armed). Everything due when the pass looked
     /// fires in this pass; what a handler schedules for now waits for the next one.
     func fireDueTimers() {
         guard let state = runStack.mode else { return }
@@ -125,8 +165,7 @@ extension Loop {
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
         if !timer.repeats {
             timer.state = .idle
-            // `invalidate()` without its trip through the any-thread path: this is the loop's thread.
-            if timer.markInvalid() { detachNow(.timer(timer)) }
+            spend(timer)
         } else if !timer.isInAnyMode {
             timer.state = .idle
         } else {

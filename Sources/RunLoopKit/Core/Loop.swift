@@ -40,8 +40,11 @@ public final class Loop: @unchecked Sendable {
     let signalStack = SignalStack()
     /// The lifecycle, the stop and wake-up requests and the settings: atomics any thread reads and sets.
     let control: Control
-    /// What other threads may read of the modes: names, ids, common modes, the running mode.
+    /// What other threads may read of the modes: names, ids, common modes, the running mode, item counts.
     let publishedModes = Locked<PublishedModes>(PublishedModes())
+    /// How many items of each kind were added to the common pseudo-mode (``ModeTable/commonItems``); written on the
+    /// loop's thread next to it.
+    let commonItemCounts = ItemCountCells()
 
     // MARK: Parts of the loop's thread only
 

@@ -28,6 +28,12 @@ struct LoopModel {
         var member = Membership()
         var state = TimerState.idle
         var sequence: UInt64 = 0
+        /// Fired on its own: invalid and out of every mode until `setFireTime` re-arms it.
+        var spent = false
+        /// While spent: the modes it was in when it fired (minus those it was removed from since), and whether it
+        /// had been added to the common modes. A re-arm puts it back in them.
+        var formerModes: [ModelMode] = []
+        var formerCommon = false
     }
 
     struct Observer {
@@ -146,6 +152,13 @@ struct LoopModel {
 
     mutating func remove(_ item: ModelItem, from mode: ModelMode) {
         guard member(item).bound else { return }
+        if case .timer(let id) = item, timers[id]!.spent {
+            if mode == .common {
+                timers[id]!.formerCommon = false
+            } else {
+                timers[id]!.formerModes.removeAll { $0 == mode }
+            }
+        }
         if mode == .common {
             guard member(item).isCommon else { return }
             update(item) { $0.isCommon = false }
@@ -169,6 +182,7 @@ struct LoopModel {
     }
 
     mutating func invalidate(_ item: ModelItem) {
+        if case .timer(let id) = item { timers[id]!.spent = false }  // A fired one-shot can no longer be re-armed.
         guard member(item).valid else { return }
         update(item) { $0.valid = false }
         if case .source(let id) = item { sources[id]!.signalled = false }
@@ -244,6 +258,22 @@ struct LoopModel {
     }
 
     mutating func setFireTime(_ id: Int, _ due: ModelDue) {
+        if timers[id]!.spent {
+            // A fired one-shot re-armed: valid again, back in its modes, scheduled for the new time.
+            timers[id]!.spent = false
+            timers[id]!.member.valid = true
+            unschedule(id)
+            timers[id]!.due = due
+            if timers[id]!.formerCommon {
+                timers[id]!.member.isCommon = true
+                for name in ModelMode.commonSet { addToMode(.timer(id), name) }
+            }
+            for mode in timers[id]!.formerModes { addToMode(.timer(id), mode) }
+            timers[id]!.formerModes = []
+            timers[id]!.formerCommon = false
+            if !timers[id]!.member.modes.isEmpty, timers[id]!.state == .idle { schedule(id) }
+            return
+        }
         guard timers[id]!.member.valid else { return }
         guard timers[id]!.member.bound else {
             timers[id]!.due = due
@@ -288,7 +318,11 @@ struct LoopModel {
             trace.append("T\(id)")
             guard timers[id]!.state == .firing else { continue }
             timers[id]!.state = .idle
-            invalidate(.timer(id))  // Every model timer is one-shot.
+            // Every model timer is one-shot: it is spent, remembering its modes for a re-arm.
+            timers[id]!.formerModes = timers[id]!.member.modes
+            timers[id]!.formerCommon = timers[id]!.member.isCommon
+            invalidate(.timer(id))
+            timers[id]!.spent = true
         }
     }
 

@@ -34,4 +34,17 @@ import Testing
         }
         #expect(Self.stderrText(result).contains(run.trapMessage))
     }
+
+    /// A `LoopBound` touched off its loop's thread traps, naming the loop, the calling thread and the misuse.
+    @Test func aLoopBoundTouchedOffItsLoopsThreadTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let running = ItemsSupport.startRunningLoop()
+            let bound = LoopBound(0, on: running.loop)
+            bound.value += 1  // This thread is not the loop's.
+        }
+        let text = Self.stderrText(result)
+        #expect(text.contains("a LoopBound<Int> bound to the loop of thread"))
+        #expect(text.contains("was written on thread"))
+        #expect(text.contains("touch its value only on that loop's thread"))
+    }
 }

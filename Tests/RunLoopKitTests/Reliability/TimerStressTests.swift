@@ -6,8 +6,8 @@ import Testing
 @testable import RunLoopKit
 
 /// One-shot timers added, re-armed and invalidated from the loop's thread and from other threads while timers
-/// fire: none fires after `invalidate()` returned on the loop's thread, none fires twice, none that stays valid
-/// is lost. Repeating timers likewise: none fires early, after `invalidate()` returned on the loop's thread, or
+/// fire: none fires after `invalidate()` returned on the loop's thread, none fires twice for one arming (a re-arm
+/// that finds the timer fired arms it once more), none that stays valid is lost. Repeating timers likewise: none fires early, after `invalidate()` returned on the loop's thread, or
 /// twice in one pass; none fires for a grid time it missed, and one left alone keeps to its grid.
 @Suite struct TimerStressTests {
     /// Per-timer fire counts and flags; written by the loop thread, read after it is joined.
@@ -16,9 +16,15 @@ import Testing
         /// Set on the loop's thread right after `invalidate()` returned there.
         let invalidatedOnLoop: Locked<[Bool]>
         let firedAfterInvalidate = Atomic<Int>(0)
+        /// Each timer's armings: its first fire time and every time another thread re-armed it for.
+        let armings: Locked<[[Int64]]>
+        /// The fire time of each firing (the timer's `nextFireTime` in its handler).
+        let fired: Locked<[[Int64]]>
         init(count: Int) {
             fires = Locked(Array(repeating: 0, count: count))
             invalidatedOnLoop = Locked(Array(repeating: false, count: count))
+            armings = Locked(Array(repeating: [], count: count))
+            fired = Locked(Array(repeating: [], count: count))
         }
         func fireCount(_ index: Int) -> Int { fires.withLock { $0[index] } }
     }
@@ -57,12 +63,14 @@ import Testing
 
         @Sendable func makeTimer(_ index: Int) -> LoopTimer {
             let delay = Duration.microseconds(Int64(index % 50) * 40)
-            let timer = try! LoopTimer(after: delay) { _ in
+            let timer = try! LoopTimer(after: delay) { timer in
                 if ledger.invalidatedOnLoop.withLock({ $0[index] }) {
                     ledger.firedAfterInvalidate.add(1, ordering: .relaxed)
                 }
+                ledger.fired.withLock { $0[index].append(timer.nextFireTime.nanoseconds) }
                 ledger.fires.withLock { $0[index] += 1 }
             }
+            ledger.armings.withLock { $0[index] = [timer.nextFireTime.nanoseconds] }
             timers.withLock { $0[index] = timer }
             return timer
         }
@@ -79,7 +87,9 @@ import Testing
                         switch Self.kind(index) {
                         case 1:
                             for _ in 0..<random.below(3) + 1 {
-                                timer.setNextFireTime(.now + .microseconds(Int64(random.below(2_000))))
+                                let target = Loop.Instant.now + .microseconds(Int64(random.below(2_000)))
+                                ledger.armings.withLock { $0[index].append(target.nanoseconds) }
+                                timer.setNextFireTime(target)
                             }
                         case 2:
                             loop.perform {
@@ -97,9 +107,11 @@ import Testing
             }
         }
         for worker in workers { worker.join() }
+        // Settled: every timer left valid fired and is spent (a re-armed one no longer waits to fire again).
         let settled = waitUntil(timeout: .seconds(30)) {
             (0..<count).allSatisfy { index in
-                Self.kind(index) >= 2 || ledger.fireCount(index) == 1
+                Self.kind(index) >= 2
+                    || (ledger.fireCount(index) >= 1 && !(timers.withLock { $0[index] }!.isValid))
             }
         }
         running.finish()
@@ -108,14 +120,25 @@ import Testing
         #expect(settled)
         #expect(ledger.firedAfterInvalidate.load(ordering: .relaxed) == 0)
         let counts = ledger.fires.withLock { $0 }
-        let lost = (0..<count).filter { Self.kind($0) < 2 && counts[$0] != 1 }
-        let twice = (0..<count).filter { counts[$0] > 1 }
-        #expect(lost.isEmpty, "timers that stayed valid fired \(lost.prefix(10).map { counts[$0] }) times")
-        #expect(twice.isEmpty, "one-shot timers fired more than once: \(twice.prefix(10))")
+        let lost = (0..<count).filter { Self.kind($0) < 2 && counts[$0] == 0 }
+        let twice = (0..<count).filter { Self.kind($0) != 1 && counts[$0] > 1 }
+        #expect(lost.isEmpty, "timers that stayed valid never fired: \(lost.prefix(10))")
+        #expect(twice.isEmpty, "one-shot timers never re-armed fired more than once: \(twice.prefix(10))")
+        // A re-armed one fires once per arming at most: only for times it was armed for, none twice. (A re-arm made
+        // before it fired moves that firing; one made after it fired arms it again.)
+        let armings = ledger.armings.withLock { $0 }
+        let fired = ledger.fired.withLock { $0 }
+        let badRearmed = (0..<count).filter { index in
+            Self.kind(index) == 1
+                && (Set(fired[index]).count != fired[index].count
+                    || !fired[index].allSatisfy { armings[index].contains($0) })
+        }
+        #expect(badRearmed.isEmpty, "re-armed timers fired for a time twice or not armed: \(badRearmed.prefix(10))")
+        let refired = (0..<count).filter { Self.kind($0) == 1 && counts[$0] > 1 }.count
         let invalidatedFired = (0..<count).filter { Self.kind($0) >= 2 && counts[$0] == 1 }.count
         Reliability.report(
             "timers: \(count) one-shot timers, \(invalidatedFired) of \(count / 2) invalidated ones fired first, "
-                + "\(elapsed)")
+                + "\(refired) of \(count / 4) re-armed from another thread after they fired, \(elapsed)")
     }
 
     // MARK: Repeating timers

@@ -18,8 +18,9 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
     /// just before it changed may still be using it (a `signal()` racing the move). Touched only by the thread that
     /// won the move (moves are ordered by the owner's compare-exchange) and by `deinit`.
     nonisolated(unsafe) private var formerOwners: [Unmanaged<Loop>]? = nil
-    /// False once invalidated; never true again.
-    private let valid = Atomic<Bool>(true)
+    /// Where the item is in its life: valid, spent (a one-shot timer that fired, which `setNextFireTime` can revive),
+    /// or invalidated for good.
+    private let lifecycle = Atomic<UInt8>(Lifecycle.valid)
 
     /// The owner's modes the item is in, with its slot in each.
     @exclusivity(unchecked) var memberships = Memberships()
@@ -40,12 +41,12 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
 
     init() {}
 
-    /// Whether the item can still be added to a loop and called: false once it was invalidated (or, for a timer,
-    /// once a one-shot timer fired). Safe from any thread.
+    /// Whether the item can still be added to a loop and called: false once it was invalidated, and for a one-shot
+    /// ``LoopTimer`` from the moment it fired until ``LoopTimer/setNextFireTime(_:)`` re-arms it. Safe from any thread.
     public final var isValid: Bool {
         // Sequentially consistent, like `markInvalid()`: a descriptor source's registration and invalidation check
         // each other this way (`Loop.removeRegistration(of:)`). As cheap as an acquiring load on x86-64 and ARMv8.
-        valid.load(ordering: .sequentiallyConsistent)
+        lifecycle.load(ordering: .sequentiallyConsistent) == Lifecycle.valid
     }
 
     /// The item's shared part: itself (kept so the loop's code reads `item.base.…`).
@@ -53,9 +54,33 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
         @inline(__always) get { self }
     }
 
-    /// Marks the item invalid; answers whether this call did it (false if it was already invalid).
+    /// The values of ``lifecycle``.
+    enum Lifecycle {
+        static let valid: UInt8 = 0
+        /// A one-shot timer that fired on its own: invalid until re-armed, out of every mode.
+        static let spent: UInt8 = 1
+        /// Invalidated by `invalidate()` (or by the loop, for a failed descriptor source): for good.
+        static let invalidated: UInt8 = 2
+    }
+
+    /// Marks the item invalidated for good; answers whether this call ended a valid item (false if it was invalidated
+    /// already, or spent: a spent timer is out of every mode already).
     final func markInvalid() -> Bool {
-        valid.exchange(false, ordering: .sequentiallyConsistent)
+        lifecycle.exchange(Lifecycle.invalidated, ordering: .sequentiallyConsistent) == Lifecycle.valid
+    }
+
+    /// Marks a valid item spent (a one-shot timer that fired); answers whether it was valid. Loop thread only.
+    final func markSpent() -> Bool {
+        lifecycle.compareExchange(
+            expected: Lifecycle.valid, desired: Lifecycle.spent, ordering: .sequentiallyConsistent
+        ).exchanged
+    }
+
+    /// Makes a spent item valid again; answers whether it was spent (false if it is valid or invalidated). Any thread.
+    final func reviveIfSpent() -> Bool {
+        lifecycle.compareExchange(
+            expected: Lifecycle.spent, desired: Lifecycle.valid, ordering: .sequentiallyConsistent
+        ).exchanged
     }
 
     deinit {

@@ -5,13 +5,19 @@ import Synchronization
 /// A timer fires no earlier than its fire time and, when the loop is free, no later than fire time plus
 /// ``tolerance``; the loop uses that slack to serve several timers with one wake-up. A repeating timer whose
 /// fire times were missed (a long callout, a mode that was not running) fires once and then keeps to its
-/// original grid: missed times are skipped, never piled up. A one-shot timer is invalidated after it fires.
+/// original grid: missed times are skipped, never piled up.
+///
+/// A one-shot timer that fired leaves its modes and is invalid (``LoopItem/isValid`` is false), as in CF, so a run
+/// whose mode holds only fired one-shot timers returns ``Loop/RunResult/finished``. Unlike CF, it is not dead:
+/// ``setNextFireTime(_:)`` re-arms it, from any thread, and it rejoins every mode it was in (the common modes
+/// included) and fires once more at the new time. Only ``invalidate()`` ends a timer for good.
 ///
 /// Threading: ``setNextFireTime(_:)``, ``invalidate()``, ``nextFireTime`` and ``LoopItem/isValid`` are safe from any
 /// thread; the handler runs on the loop's thread. A timer belongs to at most one loop, in any number of its modes.
 ///
-/// Differences from CF: the tolerance is honoured (CF on Linux ignores it), and re-arming from inside the
-/// handler also works for a one-shot timer (CF ignores it there).
+/// Differences from CF: the tolerance is honoured (CF on Linux ignores it), and a one-shot timer can be re-armed
+/// from inside its handler and after it fired (CF ignores both), so one timer object serves a timeout that is armed
+/// again and again (a guest loop's next timeout, a request's deadline) without making a timer per arming.
 public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined.
     /// The longest interval or tolerance accepted: CF's limit, about 16 years.
     public static let maximumInterval: Duration = .seconds(504_911_232)
@@ -49,6 +55,8 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     nonisolated(unsafe) var sequence: UInt64 = 0
     /// Fire time plus tolerance: the heap key and the latest time the loop must wake for it.
     nonisolated(unsafe) var latestFireTime: Int64 = 0
+    /// While a one-shot timer is spent (it fired on its own): the modes it was in, rejoined when it is re-armed.
+    nonisolated(unsafe) var formerModes: FormerModes? = nil
 
     /// Creates a timer that first fires at `fireTime`.
     ///
@@ -124,25 +132,53 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     /// Whether the timer repeats.
     public var repeats: Bool { interval != nil }
 
-    /// Moves the next fire time to `fireTime`. Safe from any thread.
+    /// Moves the next fire time to `fireTime`, or re-arms a one-shot timer that fired. Safe from any thread.
     ///
-    /// From inside the handler this also re-arms a one-shot timer. On another thread than the loop's, the
-    /// change reaches the loop at its next pass, and the loop is woken to make it. An invalid timer ignores it.
+    /// On a timer that is waiting to fire (or repeating) it moves the next firing; from inside the handler it also
+    /// re-arms a one-shot timer. On a one-shot timer that fired (``LoopItem/isValid`` is false, the timer was not
+    /// invalidated) it re-arms it: the timer is valid again at once, rejoins every mode it was in when it fired (the
+    /// common modes included, minus any it was removed from since) and fires once more at `fireTime`. On another
+    /// thread than the loop's, the change reaches the loop before its next pass, and the loop is woken to make it.
+    ///
+    /// What the caller saw decides: a call made while a one-shot timer is still waiting moves that one firing. If the
+    /// loop fires the timer before such a call from another thread reaches it, the move is void (as in CF): the timer
+    /// fired once, and stays spent until re-armed again. An invalidated timer ignores the call, as does a fired timer
+    /// whose loop's thread has exited (it keeps the new time, and may be added to another loop).
     public func setNextFireTime(_ fireTime: Loop.Instant) {
-        guard isValid else { return }
         guard let loop = owner else {
-            self.fireTime = fireTime.nanoseconds
+            if isValid { self.fireTime = fireTime.nanoseconds }
             return
         }
-        loop.reschedule(self, at: fireTime.nanoseconds)
+        if reviveIfSpent() {
+            guard !loop.isTerminated else {
+                self.fireTime = fireTime.nanoseconds  // Its loop's thread exited: valid, in no mode, as every item.
+                return
+            }
+            loop.rearm(self, at: fireTime.nanoseconds)
+        } else if isValid {
+            loop.reschedule(self, at: fireTime.nanoseconds)
+        }
     }
 
     /// Stops the timer for good and removes it from every mode of its loop. Safe from any thread.
     ///
     /// After it returns no new firing starts (one already running on the loop's thread finishes). From inside
-    /// the handler it prevents any repeat.
+    /// the handler it prevents any repeat. A one-shot timer that fired can no longer be re-armed once invalidated.
     public func invalidate() {
         guard markInvalid() else { return }
         owner?.detachEverywhere(.timer(self))
+    }
+}
+
+extension LoopTimer {
+    /// The modes a spent one-shot timer was in when it fired, for the loop it fired in. Loop thread only.
+    struct FormerModes {
+        /// The loop the timer fired in: a timer that later joins another loop (its loop's thread exited) must not
+        /// rejoin these mode ids there.
+        let loop: ObjectIdentifier
+        /// Its memberships when it fired (the slots are stale; only the mode ids count).
+        var memberships: LoopItem.Memberships
+        /// Whether it had been added to the common pseudo-mode.
+        var wasCommon: Bool
     }
 }

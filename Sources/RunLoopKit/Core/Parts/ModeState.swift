@@ -18,6 +18,8 @@ final class ModeState {
     @exclusivity(unchecked) private(set) var observers: [LoopObserver] = []
     /// The union of the observers' activities, to skip dispatch cheaply. Only ever grows, as in CF.
     private(set) var observedActivities: Loop.Activity = []
+    /// How many items of each kind the mode holds, for other threads (``Loop/itemCounts(in:)``).
+    let counts = ItemCountCells()
 
     init(name: Loop.Mode, id: Int) {
         self.name = name
@@ -48,6 +50,7 @@ final class ModeState {
 
     /// Adds `item`; answers its slot (observers, kept sorted by order, have none: 0).
     func insert(_ item: AnyItem) -> Int {
+        counts.adjust(item, by: 1)
         switch item {
         case .source(let source): return append(source, to: &sources)
         case .descriptor(let source): return append(source, to: &descriptorSources)
@@ -60,6 +63,7 @@ final class ModeState {
 
     /// Removes `item`, which sits at `slot`.
     func remove(_ item: AnyItem, at slot: Int) {
+        counts.adjust(item, by: -1)
         switch item {
         case .source: removeSwapping(at: slot, from: &sources)
         case .descriptor: removeSwapping(at: slot, from: &descriptorSources)

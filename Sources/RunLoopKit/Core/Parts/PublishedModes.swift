@@ -10,6 +10,8 @@ struct PublishedModes {
     var ids: [Loop.Mode: Int] = [:]
     /// The common modes.
     var common: Set<Loop.Mode> = [.default]
+    /// The item counts of each mode the loop's thread created.
+    var counts: [Loop.Mode: ItemCountCells] = [:]
 
     /// For each mode a block named alone, the one-element list such blocks hold (see ``BlockModes``).
     var blockModeLists: [Loop.Mode: [Loop.Mode]] = [:]
@@ -29,9 +31,10 @@ struct PublishedModes {
         return list
     }
 
-    /// Records that the loop's thread created `mode` with `id`.
-    mutating func created(_ mode: Loop.Mode, id: Int) {
+    /// Records that the loop's thread created `mode` with `id` and `counts`.
+    mutating func created(_ mode: Loop.Mode, id: Int, counts: ItemCountCells) {
         ids[mode] = id
+        self.counts[mode] = counts
         if !all.contains(mode) { all.append(mode) }
     }
 }
