@@ -1,57 +1,189 @@
 import CRunLoopShims
 import Glibc
 
-/// Descriptor sources (``FileDescriptorSource``): their registration in the loop's epoll set (level-triggered,
-/// tagged with the source's generation so a stale report is dropped), what they watch, parking while none of their
-/// modes runs, and handling ready ones at step 9 of a pass.
+/// Descriptor sources (``FileDescriptorSource``): their registrations in the loop's epoll set (level-triggered, one
+/// per descriptor number and open file, shared by every source of the loop watching that file, tagged so a stale
+/// report is dropped), what the set is told for each (the union of what its sources watch), parking while none of
+/// the running mode's sources wants a report, and handling ready ones at step 9 of a pass.
+///
+/// Every change of a source's entry in the epoll set, on any thread, is made holding the poller's registration lock
+/// (``Poller/withRegistrations(_:)``), after checking that the entry is still the watch's: an `add` and an
+/// `invalidate()` on other threads, and the loop's own changes, are ordered by it. Dispatch never takes it.
 extension Loop {
-    /// Puts the source's descriptor in the epoll set, from the calling thread, once per source.
+    /// Registers the source in the epoll set on its first add to this loop, from the calling thread: adds its
+    /// descriptor (`EPOLL_CTL_ADD`), or joins the registration a source of this loop already made for the same
+    /// open file (the kernel answers `EEXIST`). Any thread.
     func register(_ source: FileDescriptorSource) throws(LoopError) {
-        // Closed since the source was made: its number may name another file now, even this loop's own epoll set
-        // (created by the `Loop.current` of this very call), which epoll would answer with a puzzling EINVAL.
-        guard FileDescriptorCalls.identity(of: source.descriptor) == source.fileIdentity else {
-            throw LoopError(
-                .badDescriptor, errno: EBADF,
-                message: "descriptor \(source.descriptor) was closed after its source was made (the number may name "
-                    + "another file now)")
+        let pollerID = ObjectIdentifier(poller)
+        let outcome = poller.withRegistrations { table -> LoopError? in
+            // Registered already (by another thread adding the same source at once, or to another mode).
+            if let held = source.heldWatch, held.pollerID == pollerID { return nil }
+            // Closed since the source was made: its number may name another file now, even this loop's own epoll
+            // set (created by the `Loop.current` of this very call), which epoll would answer with a puzzling EINVAL.
+            guard FileDescriptorCalls.identity(of: source.descriptor) == source.fileIdentity else {
+                return LoopError(
+                    .badDescriptor, errno: EBADF,
+                    message: "descriptor \(source.descriptor) was closed after its source was made (the number may "
+                        + "name another file now)")
+            }
+            let events = source.events
+            do throws(SystemError) {
+                try table.add(source.descriptor, events: events.epollEvents, tag: source.epollTag)
+            } catch {
+                // In the set already: through a source of this loop watching the same file, join its registration
+                // (the loop's thread widens what it reports when it applies the join).
+                guard error.errno == EEXIST, let shared = table.watches[source.descriptor],
+                    shared.identity == source.fileIdentity
+                else { return LoopError(error, context: "watching descriptor \(source.descriptor)") }
+                shared.users += 1
+                source.heldWatch = shared
+                return nil
+            }
+            let watch = DescriptorWatch(
+                descriptor: source.descriptor, tag: source.epollTag, identity: source.fileIdentity,
+                pollerID: pollerID, events: events)
+            // An entry for the number, yet the add succeeded: the kernel dropped that registration, because its file
+            // was closed behind its sources' backs. They fail when the loop applies this source's join.
+            table.watches.updateValue(watch, forKey: source.descriptor)?.removal = .superseded
+            source.heldWatch = watch
+            return nil
         }
-        // Several threads adding the same source at once: the loser of the race sees EEXIST from its own
-        // registration only if the winner already registered; treat that as done.
-        let events = source.events
-        do {
-            try poller.register(source.descriptor, events: events.epollEvents, tag: source.epollTag)
-        } catch {
-            let lostTheRace =
-                error.code == .descriptorAlreadyRegistered && source.isRegistered.load(ordering: .acquiring)
-            guard lostTheRace else { throw error }
+        guard let outcome else { throw terminatedLoopError }
+        if let outcome { throw outcome }
+    }
+
+    /// Releases the source's hold on its registration, once: whichever comes first of `invalidate()` on any thread,
+    /// the loop's detaching, or an `add` that finds its source invalidated right after registering it (the lock
+    /// orders the registration and the invalidation). The last source of a registration takes the descriptor out
+    /// of the epoll set, on the calling thread, while the descriptor is still open (the contract: invalidate, then
+    /// close), so a number closed and reused later is never mistaken for it. Any thread.
+    func removeRegistration(of source: FileDescriptorSource) {
+        let pollerID = ObjectIdentifier(poller)
+        _ = poller.withRegistrations { table in
+            guard let watch = source.heldWatch, watch.pollerID == pollerID else { return }
+            source.heldWatch = nil
+            watch.users -= 1
+            guard watch.users == 0, watch.removal == nil else { return }
+            watch.removal = .released
+            table.watches[watch.descriptor] = nil
+            table.remove(watch.descriptor)
+        }
+    }
+
+    /// A source's first join on the loop's thread: enters it in the watch of its registration and tells the epoll
+    /// set the new union. A registration that left the set meanwhile makes the source fail with the reason. A
+    /// different watch recorded for the number was superseded (its file closed behind its sources' backs): its
+    /// sources fail (``reportFailure(of:_:)``). Loop thread only.
+    func enterWatch(_ source: FileDescriptorSource) {
+        let pollerID = ObjectIdentifier(poller)
+        let held = poller.withRegistrations { _ -> (DescriptorWatch, DescriptorWatch.Removal?)? in
+            guard let watch = source.heldWatch, watch.pollerID == pollerID else { return nil }
+            return (watch, watch.removal)
+        }
+        guard let (watch, removal) = held ?? nil else { return }  // Released: invalidated meanwhile.
+        if let removal {
+            reportFailure(of: source, failure(of: watch, removal))
             return
         }
-        source.registeredEvents = events
-        source.isRegistered.store(true, ordering: .sequentiallyConsistent)
+        let previous = descriptorTable.registered.updateValue(watch, forKey: watch.descriptor)
+        watch.insert(source)
+        source.watch = watch
+        if let previous, previous !== watch { watchLeftTheSet(previous, failure(of: previous, .superseded)) }
+        refresh(watch)
     }
 
-    /// Records `source` as the owner of its descriptor number. An earlier source of the same number lost its
-    /// descriptor (closed without invalidating): it never sees the new descriptor's events, and its handler is told
-    /// (``reportFailure(of:_:)``).
-    func replaceRegistration(with source: FileDescriptorSource) {
-        if let previous = descriptorTable.registered[source.descriptor], previous !== source {
-            descriptorTable.registered[source.descriptor] = nil
-            descriptorTable.parked.removeAll { $0 === previous }
-            previous.isParked = false
-            previous.isUnregistered.store(true, ordering: .sequentiallyConsistent)  // The kernel dropped it.
-            reportFailure(
-                of: previous,
-                LoopError(
-                    .badDescriptor, errno: EBADF,
-                    message: "descriptor \(previous.descriptor) was closed while its source watched it, and its "
-                        + "number now names another file"))
+    /// The reason a watch's sources are given when its registration left the set without them.
+    func failure(of watch: DescriptorWatch, _ removal: DescriptorWatch.Removal) -> LoopError {
+        switch removal {
+        case .failed(let error):
+            return error
+        case .closed:
+            return terminatedLoopError
+        case .released, .superseded:
+            return LoopError(
+                .badDescriptor, errno: EBADF,
+                message: "descriptor \(watch.descriptor) was closed while its source watched it, and its number now "
+                    + "names another file")
         }
-        descriptorTable.registered[source.descriptor] = source
     }
 
-    /// Records `error` as the source's ``FileDescriptorSource/failure``, invalidates the source (its registration
-    /// is already gone), and queues its last handler call (``FileDescriptorSource/Events/invalid``), which
-    /// ``handleReadyDescriptors(count:)`` makes in a pass of one of the modes it was in. Loop thread only.
+    /// Tells the epoll set what `watch` is to report now: the union of what its valid sources watch or, while it
+    /// is parked, of what those of them in the running mode watch (no longer parked once that is the whole
+    /// union). Loop thread only.
+    func refresh(_ watch: DescriptorWatch) {
+        guard descriptorTable.registered[watch.descriptor] === watch else { return }
+        var target = watch.wanted
+        if watch.isParked {
+            let claimed = runStack.mode.map { watch.claimed(inModeID: $0.id) } ?? []
+            if claimed == target {
+                watch.isParked = false
+                descriptorTable.parked.removeAll { $0 === watch }
+            } else {
+                target = claimed
+            }
+        }
+        setRegisteredEvents(watch, target)
+    }
+
+    /// Tells the epoll set to report `events` for `watch` (`[]`: a one-shot registration with no events), unless
+    /// it was told that last. If the registration left the set meanwhile, or the kernel refuses the change, its
+    /// sources fail (``watchLeftTheSet(_:_:)``). Loop thread only.
+    func setRegisteredEvents(_ watch: DescriptorWatch, _ events: FileDescriptorSource.Events) {
+        guard events != watch.registeredEvents else { return }
+        let removal = poller.withRegistrations { table -> DescriptorWatch.Removal? in
+            if let removal = watch.removal { return removal }
+            do throws(SystemError) {
+                try table.modify(watch.descriptor, events: events.epollEvents, tag: watch.tag)
+            } catch {
+                // A registration left behind would report, level-triggered, to a loop that no longer handles it,
+                // and spin it: out by number (the entry is this watch's, so the number is ours; a closed one
+                // answers ENOENT, harmless).
+                let removal = DescriptorWatch.Removal.failed(refusedChangeError(watch.descriptor, error))
+                watch.removal = removal
+                table.watches[watch.descriptor] = nil
+                table.remove(watch.descriptor)
+                return removal
+            }
+            watch.registeredEvents = events
+            return nil
+        }
+        guard let removal = removal ?? .closed else { return }
+        watchLeftTheSet(watch, failure(of: watch, removal))
+    }
+
+    /// What a refused change of a registration means for its sources: `EBADF`, `ENOENT`, `EPERM` say the
+    /// descriptor was closed behind their backs (``LoopError/Code/badDescriptor``); anything else (`ENOMEM`) is
+    /// ``LoopError/Code/systemCallFailed``.
+    private func refusedChangeError(_ descriptor: CInt, _ error: SystemError) -> LoopError {
+        let closed = error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM
+        return closed
+            ? LoopError(
+                .badDescriptor, errno: error.errno,
+                message: "descriptor \(descriptor) was closed while its source watched it (\(error))")
+            : LoopError(error, context: "changing what descriptor \(descriptor) watches")
+    }
+
+    /// `watch`'s registration left the epoll set without its sources (they did not invalidate it): the loop
+    /// forgets it, and each of its sources still valid is invalidated with `error` in
+    /// ``FileDescriptorSource/failure`` and gets one last handler call (``reportFailure(of:_:)``). Nothing of it is
+    /// in the set, so it cannot spin the loop. Loop thread only.
+    func watchLeftTheSet(_ watch: DescriptorWatch, _ error: LoopError) {
+        if descriptorTable.registered[watch.descriptor] === watch {
+            descriptorTable.registered[watch.descriptor] = nil
+        }
+        if watch.isParked {
+            watch.isParked = false
+            descriptorTable.parked.removeAll { $0 === watch }
+        }
+        for source in watch.removeAll() {
+            source.watch = nil
+            reportFailure(of: source, error)
+        }
+    }
+
+    /// Records `error` as the source's ``FileDescriptorSource/failure``, invalidates the source, and queues its last
+    /// handler call (``FileDescriptorSource/Events/invalid``), which ``handleReadyDescriptors(count:)`` makes in a
+    /// pass of one of the modes it was in. Loop thread only.
     func reportFailure(of source: FileDescriptorSource, _ error: LoopError) {
         guard source.recordFailure(error) else { return }
         var modeIDs: [Int] = []
@@ -60,99 +192,87 @@ extension Loop {
         if !modeIDs.isEmpty { descriptorTable.failed.append((source, modeIDs)) }
     }
 
-    /// Tells the epoll set what `source` watches now (``FileDescriptorSource/events``), unless its reports are
-    /// suspended (parked: resuming uses the new events) or it is not registered here. A descriptor closed meanwhile
-    /// invalidates its source, as when unparking. Loop thread only.
+    /// Tells the epoll set what the source's registration is to report now that its ``FileDescriptorSource/events``
+    /// changed (the new union). Loop thread only.
     func applyWatchedEvents(_ source: FileDescriptorSource) {
-        guard source.isValid, descriptorTable.registered[source.descriptor] === source, !source.isParked else { return }
-        let events = source.events
-        guard events != source.registeredEvents else { return }
-        source.registeredEvents = events
-        do {
-            try poller.resume(source.descriptor, events: events.epollEvents, tag: source.epollTag)
-        } catch {
-            dropRegistration(of: source, after: error)
-        }
+        guard source.isValid, let watch = source.watch else { return }  // Not joined yet: the join applies them.
+        refresh(watch)
     }
 
-    /// A change to what the epoll set reports for `source` failed: the source cannot be watched as its owner asked,
-    /// so it is invalidated with the reason in ``FileDescriptorSource/failure``, and nothing of it stays in the set.
-    /// `EBADF`, `ENOENT`, `EPERM` say the descriptor was closed behind the source's back (``LoopError/Code/badDescriptor``);
-    /// anything else (`ENOMEM`) is ``LoopError/Code/systemCallFailed``. Either way the registration is taken out by
-    /// number (a closed one answers `ENOENT`, harmless), unless another source of this loop owns that number now:
-    /// then the kernel already dropped this one's, and the new file's is not touched. A registration left behind
-    /// would report, level-triggered, to a loop that no longer handles it, and spin it. Loop thread only.
-    func dropRegistration(of source: FileDescriptorSource, after error: SystemError) {
-        let current = descriptorTable.registered[source.descriptor]
-        if current === source { descriptorTable.registered[source.descriptor] = nil }
-        descriptorTable.parked.removeAll { $0 === source }
-        source.isParked = false
-        if current == nil || current === source {
-            removeRegistration(of: source)
-        } else {
-            source.isUnregistered.store(true, ordering: .sequentiallyConsistent)
-        }
-        let closed = error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM
-        let failure =
-            closed
-            ? LoopError(
-                .badDescriptor, errno: error.errno,
-                message: "descriptor \(source.descriptor) was closed while its source watched it (\(error))")
-            : LoopError(error, context: "changing what descriptor \(source.descriptor) watches")
-        reportFailure(of: source, failure)
-    }
-
-    /// Forgets the source's registration for good, taking its descriptor out of the epoll set if that was not
-    /// done yet. Loop thread only.
+    /// Takes an invalidated source out of its watch, releasing its hold on the registration if that was not done
+    /// yet. The last source of a watch takes it out of the loop's table (the release took the descriptor out of
+    /// the set); otherwise what the set reports narrows to what the others watch. Loop thread only.
     func unregister(_ source: FileDescriptorSource) {
-        descriptorTable.parked.removeAll { $0 === source }
-        guard descriptorTable.registered[source.descriptor] === source else { return }
-        descriptorTable.registered[source.descriptor] = nil
-        removeRegistration(of: source)  // A parked descriptor is still in the set, suspended.
-        source.isParked = false
-    }
-
-    /// Takes the source's descriptor out of the epoll set, once: whichever comes first of the loop's unregister,
-    /// `invalidate()` on any thread, or an `add` that finds its source invalidated right after registering it (with
-    /// sequentially consistent flags, the registration and the invalidation always see each other). Any thread.
-    func removeRegistration(of source: FileDescriptorSource) {
-        guard source.isRegistered.load(ordering: .sequentiallyConsistent),
-            !source.isUnregistered.exchange(true, ordering: .sequentiallyConsistent)
-        else { return }
-        poller.unregister(source.descriptor)
-    }
-
-    /// Suspends a ready descriptor's reports while none of its modes runs (level-triggered readiness would
-    /// otherwise wake the loop again and again). It stays in the epoll set, so that if it is closed meanwhile the
-    /// kernel drops it and ``unpark(_:)`` cannot mistake a new file with the same number for it. Loop thread only.
-    func park(_ source: FileDescriptorSource) {
-        guard !source.isParked else { return }
-        do {
-            try poller.suspend(source.descriptor, tag: source.epollTag)
-        } catch {
-            dropRegistration(of: source, after: error)
-            return
+        removeRegistration(of: source)
+        guard let watch = source.watch else { return }
+        source.watch = nil
+        watch.remove(source)
+        guard descriptorTable.registered[watch.descriptor] === watch else { return }  // Left the set already.
+        if watch.isEmpty {
+            descriptorTable.registered[watch.descriptor] = nil
+            if watch.isParked {
+                watch.isParked = false
+                descriptorTable.parked.removeAll { $0 === watch }
+            }
+        } else {
+            refresh(watch)
         }
-        source.isParked = true
-        descriptorTable.parked.append(source)
     }
 
-    /// Resumes a parked descriptor's reports; one that was closed meanwhile (its number perhaps reused) invalidates
-    /// its source.
-    func unpark(_ source: FileDescriptorSource) {
-        source.isParked = false
-        source.registeredEvents = source.events
-        do {
-            try poller.resume(source.descriptor, events: source.registeredEvents.epollEvents, tag: source.epollTag)
-        } catch {
-            dropRegistration(of: source, after: error)
+    /// Narrows what the epoll set reports for a ready watch to what the running mode's sources of it watch
+    /// (`claimed`; `[]`: a one-shot registration with no events), because it reported something none of them
+    /// watches: level-triggered readiness would otherwise wake the loop again and again. It stays in the epoll set,
+    /// so that if it is closed meanwhile the kernel drops it and ``unpark(_:)`` cannot mistake a new file with the
+    /// same number for it. Loop thread only.
+    func park(_ watch: DescriptorWatch, claimed: FileDescriptorSource.Events) {
+        guard claimed != watch.registeredEvents else { return }  // Nothing more to narrow (a one-shot that fired).
+        if !watch.isParked {
+            watch.isParked = true
+            descriptorTable.parked.append(watch)
         }
+        setRegisteredEvents(watch, claimed)
+    }
+
+    /// Restores everything a parked watch's sources watch, once a mode one of them is in runs; one whose descriptor
+    /// was closed meanwhile (its number perhaps reused) fails its sources. The caller took it out of the parked
+    /// list. Loop thread only.
+    func unpark(_ watch: DescriptorWatch) {
+        watch.isParked = false
+        setRegisteredEvents(watch, watch.wanted)
+    }
+
+    /// Unparks the parked watches that have a source in `state` (a run of it begins or resumes).
+    func resumeParkedWatches(in state: ModeState) {
+        var index = 0
+        while index < descriptorTable.parked.count {
+            let watch = descriptorTable.parked[index]
+            if watch.hasSource(inModeID: state.id) {
+                descriptorTable.parked.remove(at: index)
+                unpark(watch)
+            } else {
+                index += 1
+            }
+        }
+    }
+
+    /// Forgets every registration when the loop's thread exits (closing the epoll set drops them from the kernel):
+    /// each source may join another loop, where it is registered afresh. Loop thread only, in the teardown.
+    func forgetRegistrations() {
+        for watch in descriptorTable.registered.values {
+            watch.isParked = false
+            for source in watch.removeAll() { source.forgetRegistration() }
+        }
+        for watch in descriptorTable.parked { watch.isParked = false }
+        descriptorTable.registered.removeAll()
+        descriptorTable.parked.removeAll()
     }
 
     /// Step 9b: calls the handlers of the running mode's ready descriptor sources, lower order first, each with
-    /// what it watches at that moment; answers whether any was handled. Reports of a descriptor whose registration
-    /// was replaced or removed are dropped; a source ready while none of its modes runs is taken out of the epoll
-    /// set until one does. Sources whose descriptor failed get their last call first.
+    /// what it watches at that moment; answers whether any was handled. A report goes to every source of its
+    /// registration that is in the running mode. Reports of a registration that was replaced or removed are
+    /// dropped; one that tells something no source in the running mode watches narrows the registration to what
+    /// they watch (parks it) until another of its modes runs. Sources whose descriptor failed get their last call
+    /// first.
     func handleReadyDescriptors(count: Int) -> Bool {
         guard let state = runStack.mode else { return false }
         var handled = descriptorTable.failed.isEmpty ? false : tellFailedSources(in: state)
@@ -163,15 +283,17 @@ extension Loop {
             let tag = buffer[index].data.u64
             guard tag > Poller.lastLoopTag else { continue }
             let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
-            guard let source = descriptorTable.registered[descriptor], source.epollTag == tag, source.isValid else {
-                continue
-            }
-            if source.isIn(modeID: state.id) {
-                let events = FileDescriptorSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
+            guard let watch = descriptorTable.registered[descriptor], watch.tag == tag else { continue }
+            let events = FileDescriptorSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
+            var claimed: FileDescriptorSource.Events = []
+            watch.forEachSource { source in
+                guard source.isValid, source.isIn(modeID: state.id) else { return }
+                claimed.formUnion(source.events)
                 let position = ready.firstIndex { $0.0.order > source.order } ?? ready.endIndex
                 ready.insert((source, events), at: position)
-            } else {
-                park(source)
+            }
+            if claimed.isEmpty || !claimed.isSuperset(of: events.intersection(.watchable)) {
+                park(watch, claimed: claimed)
             }
         }
         for (source, events) in ready where source.isValid && source.isIn(modeID: state.id) {

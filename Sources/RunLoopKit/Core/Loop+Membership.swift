@@ -32,9 +32,12 @@ extension Loop {
     /// Adds a descriptor source to `mode` (or to every common mode). Safe from any thread.
     ///
     /// The first add puts the descriptor in the loop's epoll set, on the calling thread, so a bad descriptor is
-    /// reported here and now.
+    /// reported here and now. If other sources of this loop watch the same descriptor (the same open file), the
+    /// source shares their registration instead: the loop watches the union of what they watch, and tells each
+    /// source only what it watches.
     /// - Throws: ``LoopError/Code/badDescriptor`` (closed or invalid descriptor),
-    ///   ``LoopError/Code/descriptorAlreadyRegistered`` (another source of this loop watches it),
+    ///   ``LoopError/Code/descriptorAlreadyRegistered`` (the descriptor is in the loop's epoll set, but not through
+    ///   a source of this loop: one of the loop's own descriptors),
     ///   ``LoopError/Code/descriptorNotPollable`` (e.g. a regular file), ``LoopError/Code/invalidated``,
     ///   ``LoopError/Code/ownedByAnotherLoop``, ``LoopError/Code/loopTerminated``.
     public func add(_ source: FileDescriptorSource, to mode: Mode = .default) throws(LoopError) {
@@ -98,9 +101,9 @@ extension Loop {
         guard base.bind(to: self) else {
             throw LoopError(.ownedByAnotherLoop, message: "the item already belongs to another loop")
         }
-        if case .descriptor(let source) = item, !source.isRegistered.load(ordering: .acquiring) {
-            try register(source)
-            // Invalidated meanwhile, on another thread, before it saw the registration: take it out here.
+        if case .descriptor(let source) = item {
+            try register(source)  // Once per source and loop; later adds find it registered.
+            // Invalidated meanwhile, on another thread, before it saw the registration: release it here.
             if !source.isValid { removeRegistration(of: source) }
         }
         onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.join(change.0.item, to: change.1) }
@@ -175,14 +178,10 @@ extension Loop {
                 schedule(timer)
             }
         case .descriptor(let source):
-            if descriptorTable.registered[source.descriptor] !== source {
-                replaceRegistration(with: source)
-                // ``FileDescriptorSource/events`` changed between the registration and now.
-                if source.events != source.registeredEvents { applyWatchedEvents(source) }
-            }
-            if source.isParked, state === runStack.mode {
-                descriptorTable.parked.removeAll { $0 === source }
-                unpark(source)
+            if source.watch == nil { enterWatch(source) }  // Its first mode here (it may fail, and leave at once).
+            if let watch = source.watch, watch.isParked, state === runStack.mode {
+                descriptorTable.parked.removeAll { $0 === watch }
+                unpark(watch)
             }
         case .observer:
             break
@@ -236,10 +235,10 @@ extension Loop {
     ///   once) would stay in the epoll set: the loop skips the add of an invalid item and so never learns of the
     ///   registration its removal should undo. Added on the loop's thread, add and registration are one step, and
     ///   a later invalidation always finds the registration.
-    /// - A source invalidated from another thread leaves the epoll set only at the loop's next pass, so a wait
-    ///   following a cancelled wait on the same descriptor would see `EEXIST` for a moment. Behind that removal
-    ///   in the loop's inbox (which keeps order), the add fails only if another live source watches the
-    ///   descriptor.
+    /// - A source invalidated from another thread leaves the loop's modes only at the loop's next pass: behind
+    ///   that removal in the loop's inbox (which keeps order), a wait following a cancelled wait on the same
+    ///   descriptor finds the loop's state settled. (Another live source of the descriptor is no obstacle: the
+    ///   wait's source shares its registration.)
     ///
     /// If the loop's thread has exited, the change is dropped with `source`; the wait learns it from the source's
     /// ``DropSignal`` or from its own ``Loop/isTerminated`` check.

@@ -141,7 +141,7 @@ extension Loop {
         }
         // Checked here, where it costs a load: a run's entry (each nested run's exit too) usually has nothing parked.
         if !timerTable.parked.isEmpty { resumeParked(\.timerTable.parked, in: state, with: schedule) }
-        if !descriptorTable.parked.isEmpty { resumeParked(\.descriptorTable.parked, in: state, with: unpark) }
+        if !descriptorTable.parked.isEmpty { resumeParkedWatches(in: state) }
     }
 
     /// Takes out of the parked list at `list` each item that is in `state` (the others keep their place) and hands it

@@ -15,11 +15,7 @@ extension Loop {
             for observer in state.observers { removeFromMode(.observer(observer), state) }
             for source in state.descriptorSources { removeFromMode(.descriptor(source), state) }
         }
-        for source in descriptorTable.registered.values {
-            unregister(source)
-            source.forgetRegistration()  // Registered afresh by the loop it joins next, if any.
-        }
-        descriptorTable.registered.removeAll()
+        forgetRegistrations()  // Each source is registered afresh by the loop it joins next, if any.
         descriptorTable.failed.removeAll()  // Last calls no run of their modes made: the thread is gone.
         timerTable.parked.removeAll()
         let callbacks = timerTable.callbacks.removeAll()

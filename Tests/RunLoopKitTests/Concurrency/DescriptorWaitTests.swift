@@ -47,18 +47,30 @@ struct DescriptorWaitTests {
         #expect(loopErrorCode(result) == .badDescriptor)
     }
 
-    @Test func waitOnADescriptorAnotherSourceWatchesThrowsAlreadyRegistered() async throws {
+    /// A wait on a descriptor another source of the loop watches shares its registration: both are told, and the
+    /// wait leaves the other source's registration as it found it. (Before, the wait threw
+    /// `descriptorAlreadyRegistered`.)
+    @Test func waitOnADescriptorAnotherSourceWatchesSharesItsRegistration() async throws {
         let pipe = Pipe()
         defer { pipe.close() }
         let worker = try LoopThread(name: "async-fd")
         defer { worker.stop() }
-        let other = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+        let otherCalls = Counter()
+        let other = try FileDescriptorSource(descriptor: pipe.readEnd) { source, _ in
+            otherCalls.increment()
+            source.events = []  // Told once; it leaves the byte for the wait.
+        }
         try worker.loop.add(other)
         defer { other.invalidate() }
         let before = AsyncSupport.footprint(of: worker)
-        let result = await Result(catching: { try await worker.loop.waitUntilReadable(pipe.readEnd) })
-        #expect(loopErrorCode(result) == .descriptorAlreadyRegistered)
-        #expect(AsyncSupport.footprint(of: worker) == before)
+        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 2 })
+        #expect(AsyncSupport.footprint(of: worker).epollEntries == before.epollEntries)  // One entry, shared.
+        pipe.write()
+        #expect(try #require(await AsyncSupport.result(of: task)).get().contains(.readable))
+        #expect(await AsyncSupport.eventually { otherCalls.current == 1 })
+        #expect(await AsyncSupport.footprint(of: worker, becomes: before))
+        #expect(other.isValid && other.failure == nil)
     }
 
     @Test func waitOnADeadLoopThrowsLoopTerminated() async {

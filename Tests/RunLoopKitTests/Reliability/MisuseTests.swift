@@ -94,7 +94,7 @@ import Testing
         #expect(events.all == ["entry", "beforeWaiting", "timer", "finished"])
     }
 
-    @Test func invalidClosedAndAlreadyRegisteredDescriptorsThrow() throws {
+    @Test func invalidClosedAndUnpollableDescriptorsThrow() throws {
         let closed = ItemsSupport.closedDescriptorNumber(slot: 7)
         for descriptor in [-1, closed] {
             let error = code { () throws(LoopError) in _ = try FileDescriptorSource(descriptor: descriptor) { _ in } }
@@ -108,7 +108,8 @@ import Testing
             let first = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
             let second = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
             try! loop.add(first)
-            #expect(code { () throws(LoopError) in try loop.add(second) } == .descriptorAlreadyRegistered)
+            #expect(code { () throws(LoopError) in try loop.add(second) } == nil)  // It shares the registration.
+            second.invalidate()
             let regular = try! FileDescriptorSource(descriptor: file) { _ in }
             #expect(code { () throws(LoopError) in try loop.add(regular) } == .descriptorNotPollable)
             first.invalidate()
@@ -116,6 +117,25 @@ import Testing
             let third = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
             #expect(code { () throws(LoopError) in try loop.add(third) } == nil)
             third.invalidate()
+        }
+    }
+
+    /// A descriptor in the loop's epoll set that no source of the loop registered (here put there by hand; in
+    /// life, one of the loop's own descriptors) cannot be shared: `add` throws `descriptorAlreadyRegistered`.
+    @Test func aDescriptorInTheSetThroughNoSourceThrowsAlreadyRegistered() {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        ItemsSupport.onLoopThread { loop in
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.u64 = Poller.wakeUpTag
+            #expect(epoll_ctl(loop.poller.epoll, EPOLL_CTL_ADD, pipe.readEnd, &event) == 0)
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            #expect(code { () throws(LoopError) in try loop.add(source) } == .descriptorAlreadyRegistered)
+            #expect(!loop.contains(source))
+            #expect(epoll_ctl(loop.poller.epoll, EPOLL_CTL_DEL, pipe.readEnd, &event) == 0)
+            try! loop.add(source)  // Free again: it registers.
+            source.invalidate()
         }
     }
 

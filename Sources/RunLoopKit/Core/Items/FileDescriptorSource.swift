@@ -104,21 +104,20 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     /// The bits of ``events``, as last set.
     private let watchedEvents: Atomic<UInt32>
 
-    /// Distinguishes this registration's epoll reports from any earlier one of the same descriptor number.
+    /// Distinguishes the epoll reports of a registration this source made from any other of the same descriptor number.
     let generation: UInt32
     /// The file the descriptor named when the source was made: an `add` after it was closed (and its number
-    /// reused, perhaps by the loop's own epoll set, which the `add` created) is refused with `badDescriptor`.
+    /// reused, perhaps by the loop's own epoll set, which the `add` created) is refused with `badDescriptor`, and a
+    /// source joins only a registration of its own file.
     let fileIdentity: FileIdentity
-    /// Set once the descriptor is in the owner's epoll set (under the poller's lifecycle lock, first add only).
-    let isRegistered = Atomic<Bool>(false)
-    /// Set once the descriptor left the owner's epoll set (taken out, or dropped by the kernel when it was closed):
-    /// it is never taken out by number again, so a number reused by another file is never touched.
-    let isUnregistered = Atomic<Bool>(false)
-    /// The events the epoll set was last told: written by the first registration (before ``isRegistered`` is
-    /// published), then on the loop's thread only.
-    nonisolated(unsafe) var registeredEvents: Events = []
-    /// Whether the loop took the descriptor out of its epoll set while no mode of the source is running.
-    nonisolated(unsafe) var isParked = false
+    /// The registration this source holds in its owner's epoll set (counted in its ``DescriptorWatch/users``), from
+    /// its first `add` until it is invalidated: read and written only under the owner's registration lock
+    /// (``Poller/withRegistrations(_:)``). One of another poller (a loop whose thread exited) is stale: the source is
+    /// registered afresh in the loop it joins next.
+    nonisolated(unsafe) var heldWatch: DescriptorWatch?
+    /// The registration whose source list this source is in, from its first join on the loop's thread until it
+    /// leaves. Loop thread only.
+    nonisolated(unsafe) var watch: DescriptorWatch?
     /// Why the loop invalidated the source, when it did: set once, allocated only then.
     private let recordedFailure = AtomicLazyReference<RecordedFailure>()
 
@@ -174,14 +173,16 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
         self.generation = next
     }
 
-    /// Resets the registration state after the loop's thread exited and its epoll set is gone, so the next loop
-    /// the source joins registers it again. That loop's thread only, in the teardown.
+    /// Forgets the loop-thread side of the registration after the loop's thread exited and its epoll set is gone.
+    /// (``heldWatch`` names a watch of that loop's poller, which the next loop the source joins recognises as stale,
+    /// so it registers the source again.) That loop's thread only, in the teardown.
     func forgetRegistration() {
-        isParked = false
-        registeredEvents = []
-        isUnregistered.store(false, ordering: .relaxed)
-        isRegistered.store(false, ordering: .relaxed)
+        watch = nil
     }
+
+    /// Whether the loop narrowed what its epoll set reports for this source's descriptor because it was ready while
+    /// none of its modes ran (the registration is shared by the loop's sources of the descriptor). Loop thread only.
+    var isParked: Bool { watch?.isParked ?? false }
 
     /// The tag of this source's epoll reports: generation in the high half, descriptor in the low half.
     var epollTag: UInt64 {

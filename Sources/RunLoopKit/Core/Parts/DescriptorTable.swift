@@ -1,10 +1,11 @@
 /// A loop's descriptor sources as its epoll set knows them. Loop thread only.
 struct DescriptorTable {
-    /// The source watching each descriptor in the epoll set, by descriptor number.
-    var registered: [CInt: FileDescriptorSource] = [:]
-    /// Sources whose reports are suspended because they were ready while none of their modes ran
-    /// (``Loop/park(_:)``).
-    var parked: [FileDescriptorSource] = []
+    /// The registration (shared by the loop's sources watching it) of each descriptor number in the epoll set, as
+    /// the loop's thread last learnt it (``Loop/enterWatch(_:)``).
+    var registered: [CInt: DescriptorWatch] = [:]
+    /// Registrations narrowed because they reported what no source of them in the running mode watched
+    /// (``Loop/park(_:claimed:)``), until a mode of theirs runs.
+    var parked: [DescriptorWatch] = []
     /// Sources the loop invalidated because their descriptor failed (``FileDescriptorSource/failure``), whose
     /// handlers are still to be told (``FileDescriptorSource/Events/invalid``) in a pass of one of the modes they
     /// were in. Rare, so allocating here is fine.

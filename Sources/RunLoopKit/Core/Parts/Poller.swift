@@ -4,14 +4,15 @@ import Synchronization
 
 /// A loop's three kernel objects: one epoll set, the wake-up eventfd and the timerfd, all close-on-exec.
 ///
-/// Threading: ``wakeIfSleeping()``, ``register(_:events:tag:)``, ``unregister(_:)`` and ``close()`` may be called
-/// from any thread; they hold ``lifecycle`` so a descriptor is never used after it was closed (and its number
-/// reused).
-/// Everything else runs on the loop's thread only.
+/// Threading: ``wakeIfSleeping()``, ``readyForHostUnlessWaiting()``, ``register(_:events:tag:)``,
+/// ``withRegistrations(_:)`` and ``close()`` may be called from any thread; they hold ``lifecycle`` so a descriptor
+/// is never used after it was closed (and its number reused). The same lock guards the descriptor sources' entries
+/// of the epoll set (``EpollRegistrations``), so every change of one is made holding it. Everything else runs on the
+/// loop's thread only.
 ///
 /// In a child of `fork()` the descriptors of a poller made before the fork name the parent's kernel objects (the
-/// epoll set is shared with the parent): those four calls then never write the eventfd nor change the epoll set,
-/// and never wait for ``lifecycle``, which a parent thread may have held at the fork.
+/// epoll set is shared with the parent): those calls then never write the eventfd nor change the epoll set, and
+/// never wait for ``lifecycle``, which a parent thread may have held at the fork.
 final class Poller: Sendable {
     /// Tag of the wake-up eventfd's reports.
     static let wakeUpTag: UInt64 = 0
@@ -32,8 +33,9 @@ final class Poller: Sendable {
     let isWaiting = Atomic<Bool>(false)
     /// True once a waker has claimed the single eventfd write this sleep needs; cleared after waking.
     private let wakeUpPending = Atomic<Bool>(false)
-    /// Whether the descriptors are still open. Held while a foreign thread uses them, and while closing.
-    private let lifecycle = Locked<Bool>(true)
+    /// Whether the descriptors are still open, and the descriptor sources' entries of the epoll set. Held while a
+    /// foreign thread uses the descriptors, while closing, and for every change of a source's entry.
+    private let lifecycle: Locked<EpollRegistrations>
 
     /// How many times the eventfd was written, and the timerfd armed: the two costly calls the fast paths avoid.
     /// Relaxed counters bumped next to the system call (which costs far more); read by tests and benchmarks.
@@ -72,15 +74,18 @@ final class Poller: Sendable {
         self.epoll = epoll
         self.wakeUpDescriptor = wakeUp
         self.timerDescriptor = timer
+        self.lifecycle = Locked(EpollRegistrations(epoll: epoll))
     }
 
     /// Closes the three descriptors; later wake-ups and registrations do nothing or fail cleanly.
     /// In a child of `fork()`, for a poller made before it, closes the child's copies (the parent's objects stay
     /// open in the parent), unless a parent thread held the lock at the fork: then they are left open.
     func close() {
-        let closeOnce = { [self] (isOpen: inout Bool) in
-            guard isOpen else { return }
-            isOpen = false
+        let closeOnce = { [self] (registrations: inout EpollRegistrations) in
+            guard registrations.isOpen else { return }
+            registrations.isOpen = false
+            for watch in registrations.watches.values { watch.removal = .closed }
+            registrations.watches.removeAll()
             FileDescriptorCalls.close(timerDescriptor)
             FileDescriptorCalls.close(wakeUpDescriptor)
             FileDescriptorCalls.close(epoll)
@@ -103,8 +108,8 @@ final class Poller: Sendable {
         guard isWaiting.load(ordering: .sequentiallyConsistent) else { return }
         guard !ForkGuard.isStale(forkGeneration) else { return }  // The parent's eventfd: never wake it from a child.
         guard !wakeUpPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        lifecycle.withLock { isOpen in
-            guard isOpen else { return }
+        lifecycle.withLock { registrations in
+            guard registrations.isOpen else { return }
             eventFDWrites.add(1, ordering: .relaxed)
             do {
                 try EventFD.signal(wakeUpDescriptor)
@@ -120,8 +125,8 @@ final class Poller: Sendable {
     func readyForHostUnlessWaiting() {
         guard !isWaiting.load(ordering: .sequentiallyConsistent) else { return }
         guard !ForkGuard.isStale(forkGeneration) else { return }
-        lifecycle.withLock { isOpen in
-            guard isOpen else { return }
+        lifecycle.withLock { registrations in
+            guard registrations.isOpen else { return }
             eventFDWrites.add(1, ordering: .relaxed)
             do {
                 try EventFD.signal(wakeUpDescriptor)
@@ -133,13 +138,15 @@ final class Poller: Sendable {
 
     // MARK: Registration (any thread)
 
-    /// Adds `descriptor` to the epoll set, level-triggered, tagged with `tag`.
+    /// Adds one of the loop's own descriptors (Dispatch's main-queue eventfd) to the epoll set, tagged with `tag`.
+    /// Descriptor sources' entries go through ``withRegistrations(_:)`` instead.
     func register(_ descriptor: CInt, events: Epoll.Events, tag: UInt64) throws(LoopError) {
         guard !ForkGuard.isStale(forkGeneration) else {  // The parent's epoll set: never change it from a child.
             throw LoopError(.loopTerminated, message: "the loop was created before fork(); use the child's own loop")
         }
-        let result: Result<Void, SystemError>? = lifecycle.withLock { isOpen -> Result<Void, SystemError>? in
-            guard isOpen else { return nil }
+        let result: Result<Void, SystemError>? = lifecycle.withLock {
+            registrations -> Result<Void, SystemError>? in
+            guard registrations.isOpen else { return nil }
             do throws(SystemError) {
                 try Epoll.add(epoll, descriptor, events: events, data: tag)
                 return .success(())
@@ -157,42 +164,19 @@ final class Poller: Sendable {
         }
     }
 
-    /// Removes `descriptor` from the epoll set; a descriptor the caller already closed is not an error. Any
-    /// thread.
-    func unregister(_ descriptor: CInt) {
-        // The parent's epoll set: removing the descriptor from a child would stop the parent's source for good.
-        guard !ForkGuard.isStale(forkGeneration) else { return }
-        lifecycle.withLock { isOpen in
-            guard isOpen else { return }  // The set is gone, and its number may name another file now.
-            do throws(SystemError) {
-                try Epoll.remove(epoll, descriptor)
-            } catch let error where error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM {
-                // Closed before it was removed: the kernel already dropped it (EPERM: the number now names a file
-                // epoll cannot watch, such as a regular file, so it cannot be in the set).
-                return
-            } catch {
-                trap("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
-            }
+    /// Runs `body` with the descriptor sources' entries of the epoll set, holding the lock every change of one
+    /// takes; answers what `body` answers, or `nil` without running it once the set is closed (the loop's thread
+    /// exited), or in a child of `fork()` for a poller made before it (the parent's set: never changed from a
+    /// child, and its lock, which a parent thread may have held at the fork, is never waited for). Any thread.
+    func withRegistrations<Result>(_ body: (inout EpollRegistrations) -> Result) -> Result? {
+        guard !ForkGuard.isStale(forkGeneration) else { return nil }
+        return lifecycle.withLock { registrations in
+            guard registrations.isOpen else { return nil }
+            return body(&registrations)
         }
     }
 
     // MARK: Loop thread only
-
-    /// Stops reports for `descriptor` but keeps it in the set, so the kernel still drops it if it is closed: at
-    /// most one more report (a hang-up or error, which epoll always reports) comes, then none until
-    /// ``resume(_:events:tag:)``. Loop thread only.
-    /// - Throws: What `epoll_ctl(EPOLL_CTL_MOD)` failed with (see ``Loop/dropRegistration(of:after:)``).
-    func suspend(_ descriptor: CInt, tag: UInt64) throws(SystemError) {
-        try Epoll.modify(epoll, descriptor, events: .oneShot, data: tag)
-    }
-
-    /// Restores reports for a suspended descriptor, or changes what a watched one reports. Loop thread only.
-    /// - Throws: What `epoll_ctl(EPOLL_CTL_MOD)` failed with: `EBADF`, `ENOENT` or `EPERM` when the descriptor left
-    ///   the set meanwhile (it was closed, and its number may now name another file, which must not be watched in
-    ///   its place); anything else leaves it in the set (see ``Loop/dropRegistration(of:after:)``).
-    func resume(_ descriptor: CInt, events: Epoll.Events, tag: UInt64) throws(SystemError) {
-        try Epoll.modify(epoll, descriptor, events: events, data: tag)
-    }
 
     /// Waits for events (blocking when `block`, else polling) and answers how many `buffer` holds.
     ///

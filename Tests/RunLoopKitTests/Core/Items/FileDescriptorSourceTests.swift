@@ -261,25 +261,6 @@ import Testing
         #expect(codes.all == [.descriptorNotPollable])
     }
 
-    @Test func secondSourceOnTheSameDescriptorThrowsAlreadyRegistered() {
-        let codes = Recorder<LoopError.Code>()
-        let pipe = Pipe()
-        defer { pipe.close() }
-        ItemsSupport.onLoopThread { loop in
-            let first = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
-            let second = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
-            try! loop.add(first)
-            try! loop.add(first, to: "other")  // The same source in another mode is fine.
-            do throws(LoopError) {
-                try loop.add(second)
-            } catch {
-                codes.append(error.code)
-            }
-            first.invalidate()
-        }
-        #expect(codes.all == [.descriptorAlreadyRegistered])
-    }
-
     @Test func reusedDescriptorNumberNeverReachesTheOldSource() {
         let calls = Recorder<String>()
         let validity = Recorder<Bool>()
