@@ -120,25 +120,6 @@ import Testing
         }
     }
 
-    /// A descriptor in the loop's epoll set that no source of the loop registered (here put there by hand; in
-    /// life, one of the loop's own descriptors) cannot be shared: `add` throws `descriptorAlreadyRegistered`.
-    @Test func aDescriptorInTheSetThroughNoSourceThrowsAlreadyRegistered() {
-        let pipe = Pipe()
-        defer { pipe.close() }
-        ItemsSupport.onLoopThread { loop in
-            var event = epoll_event()
-            event.events = EPOLLIN.rawValue
-            event.data.u64 = Poller.wakeUpTag
-            #expect(epoll_ctl(loop.poller.epoll, EPOLL_CTL_ADD, pipe.readEnd, &event) == 0)
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
-            #expect(code { () throws(LoopError) in try loop.add(source) } == .descriptorAlreadyRegistered)
-            #expect(!loop.contains(source))
-            #expect(epoll_ctl(loop.poller.epoll, EPOLL_CTL_DEL, pipe.readEnd, &event) == 0)
-            try! loop.add(source)  // Free again: it registers.
-            source.invalidate()
-        }
-    }
-
     /// A descriptor closed while registered and its number reused: the old source never sees the new file's
     /// events, with or without a new source on the number.
     @Test func aClosedAndReusedDescriptorNumberNeverReachesTheOldSource() {
