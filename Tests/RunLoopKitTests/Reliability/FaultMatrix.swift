@@ -23,6 +23,17 @@ struct FaultCase: Codable, Sendable, CustomTestStringConvertible {
         case descriptorUnpark
         /// `invalidate()` of a registered source: epoll_ctl(DEL).
         case descriptorRemove
+        /// `loop.add` of a second source on a descriptor a source of the loop watches: epoll_ctl(ADD), which the
+        /// kernel answers `EEXIST` (the source joins the registration).
+        case descriptorJoin
+        /// The loop's thread applies that join and widens what the shared registration reports: epoll_ctl(MOD).
+        case descriptorJoinModify
+        /// One of two sources of a descriptor is invalidated; the loop narrows what the registration reports to
+        /// what the other watches: epoll_ctl(MOD).
+        case descriptorLeaveModify
+        /// The last of two sources of a descriptor is invalidated (the first one's invalidation deletes nothing):
+        /// epoll_ctl(DEL).
+        case descriptorSharedRemove
         /// Waking a sleeping loop from another thread: write(2) of its eventfd.
         case wakeUpWrite
         /// The woken loop drains its eventfd: read(2).
@@ -175,12 +186,32 @@ enum FaultMatrix {
                     (EPERM, .invalidated("badDescriptor")),
                 ])
         }
+        + [FaultCase.Scenario.descriptorRemove, .descriptorSharedRemove].flatMap { scenario in
+            rows(
+                "epoll_ctl(EPOLL_CTL_DEL)", scenario,
+                [
+                    (EINTR, .transparent), (EBADF, .tolerated), (ENOENT, .tolerated), (EPERM, .tolerated),
+                    (ENOMEM, .trap), (EINVAL, .trap),
+                ])
+        }
+        // EEXIST is the kernel's own answer to a second source of the same open file: the source joins.
         + rows(
-            "epoll_ctl(EPOLL_CTL_DEL)", .descriptorRemove,
+            "epoll_ctl(EPOLL_CTL_ADD)", .descriptorJoin,
             [
-                (EINTR, .transparent), (EBADF, .tolerated), (ENOENT, .tolerated), (EPERM, .tolerated),
-                (ENOMEM, .trap), (EINVAL, .trap),
+                (EINTR, .transparent), (EEXIST, .transparent), (ENOSPC, .typedError(failed)),
+                (ENOMEM, .typedError(failed)), (EBADF, .typedError("badDescriptor")), (EINVAL, .typedError(failed)),
+                (ELOOP, .typedError(failed)), (EPERM, .typedError("descriptorNotPollable")),
             ])
+        // A refused change of a shared registration takes it out of the set: every source of it is told.
+        + [FaultCase.Scenario.descriptorJoinModify, .descriptorLeaveModify].flatMap { scenario in
+            rows(
+                "epoll_ctl(EPOLL_CTL_MOD)", scenario,
+                [
+                    (EINTR, .transparent), (ENOMEM, .invalidated(failed)), (EINVAL, .invalidated(failed)),
+                    (EBADF, .invalidated("badDescriptor")), (ENOENT, .invalidated("badDescriptor")),
+                    (EPERM, .invalidated("badDescriptor")),
+                ])
+        }
 
     static let wakeUps: [FaultCase] =
         // EAGAIN (counter at its maximum) counts as success because the eventfd is readable then; an injected one

@@ -18,6 +18,8 @@ enum FaultScenarios {
         case .descriptorModify, .descriptorModifyFromAnotherThread, .descriptorPark, .descriptorUnpark:
             descriptorChange(fault, &problems)
         case .descriptorRemove: descriptorRemove(fault, &problems)
+        case .descriptorJoin, .descriptorJoinModify, .descriptorLeaveModify, .descriptorSharedRemove:
+            sharedDescriptor(fault, &problems)
         case .wakeUpWrite, .wakeUpRead: wakeUp(fault, &problems)
         case .wait, .timerArm: waitAndTimer(fault, &problems)
         case .signalSourceCreate: signalSourceCreate(fault, &problems)
@@ -40,7 +42,7 @@ enum FaultScenarios {
     }
 
     /// Checks a thrown error against the case's expectation.
-    private static func check(_ error: LoopError?, _ fault: FaultCase, _ problems: inout [String]) {
+    fileprivate static func check(_ error: LoopError?, _ fault: FaultCase, _ problems: inout [String]) {
         switch fault.expectation {
         case .typedError(let code):
             guard let error else { return problems.append("no error thrown") }
@@ -64,7 +66,7 @@ enum FaultScenarios {
 
     /// Runs `loop` (the calling thread's) for 100 ms with only a far timer due: a loop that wakes more than a few
     /// times meanwhile is spinning on a report nobody handles.
-    private static func checkNotSpinning(_ loop: Loop, _ problems: inout [String]) {
+    fileprivate static func checkNotSpinning(_ loop: Loop, _ problems: inout [String]) {
         let counter = PassCounter()
         let observer = counter.observer()
         let keepAlive = ItemsSupport.keepAlive()
@@ -206,7 +208,7 @@ enum FaultScenarios {
         problems += local.value!
     }
 
-    private static func checkDescriptorOutcome(
+    fileprivate static func checkDescriptorOutcome(
         _ source: FileDescriptorSource,
         _ fault: FaultCase,
         loop: Loop,
@@ -414,6 +416,103 @@ enum FaultScenarios {
 }
 
 extension FaultScenarios {
+    /// Two sources of one descriptor sharing its registration: the companion's add (epoll_ctl(ADD), `EEXIST`
+    /// joins), the widening when the loop applies the join and the narrowing when one leaves (epoll_ctl(MOD)), and
+    /// the last one's invalidation (epoll_ctl(DEL); the first one's deletes nothing).
+    fileprivate static func sharedDescriptor(_ fault: FaultCase, _ problems: inout [String]) {
+        let local = Box<[String]>([])
+        ItemsSupport.onLoopThread { loop in
+            var found: [String] = []
+            let pipe = Pipe()
+            defer { pipe.close() }
+            let baseline = AsyncSupport.epollEntryCount(loop.poller.epoll)
+            let calls = [Counter(), Counter()]
+            // Each source, once told, watches nothing more: a shared registration both handled then stays quiet.
+            let make = { (index: Int, events: FileDescriptorSource.Events) in
+                try! FileDescriptorSource(descriptor: pipe.readEnd, events: events, order: index) { source, _ in
+                    calls[index].increment()
+                    source.events = []
+                }
+            }
+            // The first watches writable, which a pipe's read end never is; the second readable.
+            let first = make(0, fault.scenario == .descriptorSharedRemove ? .readable : .writable)
+            let second = make(1, .readable)
+            try! loop.add(first)
+            let sharedEntries = { AsyncSupport.epollEntryCount(loop.poller.epoll) - baseline }
+            switch fault.scenario {
+            case .descriptorJoin:
+                let error = injecting(fault, &found) { () -> LoopError? in
+                    do throws(LoopError) {
+                        try loop.add(second)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                check(error, fault, &found)
+                if error != nil {
+                    if loop.contains(second) { found.append("a refused source is in the loop") }
+                    if !first.isValid { found.append("the first source failed with the second's add") }
+                    try! loop.add(second)  // The same source can be added once the fault is gone.
+                }
+                checkSharedWorks(loop, pipe, second, calls[1], sharedEntries, &found)
+            case .descriptorJoinModify:
+                injecting(fault, &found) { try! loop.add(second) }  // Joined on the loop's thread: at once.
+                if case .invalidated = fault.expectation {
+                    checkDescriptorOutcome(first, fault, loop: loop, mode: .default, calls[0]) { found.append($0) }
+                    checkDescriptorOutcome(second, fault, loop: loop, mode: .default, calls[1]) { found.append($0) }
+                } else {
+                    checkSharedWorks(loop, pipe, second, calls[1], sharedEntries, &found)
+                }
+            case .descriptorLeaveModify:
+                try! loop.add(second)
+                injecting(fault, &found) { first.invalidate() }  // Narrows to readable, on the loop's thread.
+                if case .invalidated = fault.expectation {
+                    if first.failure != nil { found.append("the invalidated source got a failure") }
+                    checkDescriptorOutcome(second, fault, loop: loop, mode: .default, calls[1]) { found.append($0) }
+                } else {
+                    checkSharedWorks(loop, pipe, second, calls[1], sharedEntries, &found)
+                }
+            default:  // .descriptorSharedRemove
+                try! loop.add(second)
+                first.invalidate()
+                if sharedEntries() != 1 { found.append("the first invalidation took the shared entry out") }
+                injecting(fault, &found) { second.invalidate() }
+                if loop.contains(second) || second.isValid { found.append("the source survived invalidate()") }
+                if fault.expectation == .transparent && sharedEntries() != 0 {
+                    found.append("the descriptor is still in the epoll set")
+                }
+            }
+            first.invalidate()
+            second.invalidate()
+            if fault.expectation == .transparent && sharedEntries() != 0 {
+                found.append("\(sharedEntries()) entries left in the epoll set")
+            }
+            local.value = found
+        }
+        problems += local.value!
+    }
+
+    /// The shared registration has one entry, and `source` of it is told when the descriptor is ready.
+    private static func checkSharedWorks(
+        _ loop: Loop,
+        _ pipe: Pipe,
+        _ source: FileDescriptorSource,
+        _ calls: Counter,
+        _ sharedEntries: () -> Int,
+        _ found: inout [String]
+    ) {
+        if !source.isValid || source.failure != nil {
+            found.append("the source failed: \(String(describing: source.failure))")
+            return
+        }
+        if sharedEntries() != 1 { found.append("\(sharedEntries()) entries for one shared descriptor") }
+        pipe.write()
+        ItemsSupport.run(loop, timeout: .seconds(5)) { calls.current > 0 }
+        if calls.current == 0 { found.append("the source's handler never ran") }
+        checkNotSpinning(loop, &found)
+    }
+
     fileprivate static func threadName(_ fault: FaultCase, _ problems: inout [String]) {
         let thread = try! LoopThread(name: "fault-name")
         defer { thread.stop() }
