@@ -8,8 +8,9 @@ import Testing
 /// Sources, timers and observers that add, remove, invalidate and signal themselves and each other from inside
 /// their callouts, across three modes (two common) and nested runs: no crash, and every source's schedule and
 /// cancel counts agree with the modes it is in at the end. A sibling test does the same with descriptor sources
-/// (eventfds and pipes made readable, some closed without invalidating and their numbers reused) and custom
-/// sources whose schedule and cancel handlers mutate too, checking pairing and "nothing after invalidate".
+/// (eventfds and pipes made readable, some watched by several sources at once, some closed without invalidating and
+/// their numbers reused) and custom sources whose schedule and cancel handlers mutate too, checking pairing and
+/// "nothing after invalidate".
 @Suite struct CalloutMutationStressTests {
     /// The items and counters; touched only on the loop's thread.
     final class World: @unchecked Sendable {
@@ -160,16 +161,24 @@ import Testing
 
     // MARK: Descriptor sources and schedule / cancel handlers
 
-    /// A descriptor source on an eventfd or a pipe, and what its handler saw. Loop thread only.
-    final class Watched: @unchecked Sendable {
-        let readEnd: CInt
-        let writeEnd: CInt
+    /// One descriptor source of a ``Watched`` descriptor, and what its handler saw. Loop thread only.
+    final class WatchedSource: @unchecked Sendable {
         var source: FileDescriptorSource?
         var calls = 0
         /// Last calls telling the handler its descriptor is gone (``FileDescriptorSource/Events/invalid``).
         var invalidCalls = 0
         /// Set right after `invalidate()` returned (on the loop's thread).
         var invalidated = false
+    }
+
+    /// An eventfd or a pipe, watched by one descriptor source or several at once (sharing its registration), and
+    /// what their handlers saw. Loop thread only.
+    final class Watched: @unchecked Sendable {
+        let readEnd: CInt
+        let writeEnd: CInt
+        /// The first source, then its companions.
+        var watchers: [WatchedSource] = []
+        var source: FileDescriptorSource? { watchers.first?.source }
         /// Its descriptors were closed.
         var closed = false
         /// Closed without invalidating, and a newer source now watches a descriptor with the same number.
@@ -226,6 +235,8 @@ import Testing
         /// Recent descriptor sources whose descriptors were closed without invalidating the source.
         var orphans: [Watched] = []
         var reusedNumbers = 0
+        /// Companion sources added to a descriptor another source already watched.
+        var companions = 0
         var tracked: [Tracked] = []
         var timers: [LoopTimer] = []
         var callouts = 0
@@ -260,13 +271,15 @@ import Testing
                 case 12..<20:
                     pick(world.tracked)?.source?.signal()
                 case 20..<30:
-                    if let item = pick(world.watched), !item.closed, let source = item.source {
+                    if let item = pick(world.watched), !item.closed, let source = pick(item.watchers)?.source {
                         try? loop.add(source, to: mode)
                     }
                 case 30..<38:
-                    if let source = pick(world.watched)?.source { loop.remove(source, from: mode) }
+                    if let source = pick(world.watched).flatMap({ pick($0.watchers) })?.source {
+                        loop.remove(source, from: mode)
+                    }
                 case 38..<41:
-                    if let item = pick(world.watched) { invalidate(item) }
+                    if let watcher = pick(world.watched).flatMap({ pick($0.watchers) }) { invalidate(watcher) }
                 case 41..<52:
                     if let source = pick(world.tracked)?.source { try? loop.add(source, to: mode) }
                 case 52..<60:
@@ -288,6 +301,10 @@ import Testing
                     try? loop.add(timer, to: mode)
                 case 84..<90:
                     makeTracked(in: mode)
+                case 90..<95:
+                    if let item = pick(world.watched), !item.closed, item.watchers.count < 4 {
+                        addWatcher(to: item, in: mode)
+                    }
                 default:
                     break
                 }
@@ -302,9 +319,13 @@ import Testing
                 world.handlerDepth -= 1
             }
 
+            @Sendable func invalidate(_ watcher: WatchedSource) {
+                watcher.source?.invalidate()
+                watcher.invalidated = true
+            }
+
             @Sendable func invalidate(_ item: Watched) {
-                item.source?.invalidate()
-                item.invalidated = true
+                for watcher in item.watchers { invalidate(watcher) }
             }
 
             @Sendable func invalidate(_ item: Tracked) {
@@ -330,47 +351,58 @@ import Testing
                     oldest.close()
                 }
                 let item = Watched(eventFD: world.random.chance(50))
+                let reused = world.orphans.filter { !$0.superseded && $0.readEnd == item.readEnd }
+                world.watched.append(item)
+                addWatcher(to: item, in: mode)
+                // The orphan on the same number is replaced: its sources are invalid, and never called again.
+                for old in reused {
+                    old.superseded = true
+                    world.reusedNumbers += 1
+                    if old.watchers.contains(where: { $0.source?.isValid == true }) {
+                        failures.append("a source whose descriptor number was reused is still valid")
+                    }
+                }
+                if world.random.chance(50) { item.makeReadable() }
+            }
+
+            /// Adds a source on `item`'s descriptor: its first, or a companion sharing the registration.
+            @Sendable func addWatcher(to item: Watched, in mode: Loop.Mode) {
+                let watcher = WatchedSource()
                 let source = try! FileDescriptorSource(descriptor: item.readEnd, order: world.random.below(3)) {
                     events in
                     world.descriptorCalls += 1
                     if events == .invalid {
                         // The loop found the number taken by a newer file: one last call, nothing after it.
-                        item.invalidCalls += 1
-                        if item.invalidCalls > 1 { failures.append("descriptor handler told invalid twice") }
-                        if item.invalidated { failures.append("handler told invalid after invalidate() returned") }
-                        if item.source?.failure == nil { failures.append("handler told invalid with no failure") }
+                        watcher.invalidCalls += 1
+                        if watcher.invalidCalls > 1 { failures.append("descriptor handler told invalid twice") }
+                        if watcher.invalidated { failures.append("handler told invalid after invalidate() returned") }
+                        if watcher.source?.failure == nil { failures.append("handler told invalid with no failure") }
                         return
                     }
-                    if item.invalidCalls > 0 { failures.append("descriptor handler called after it was told invalid") }
-                    item.calls += 1
-                    if item.invalidated { failures.append("descriptor handler called after invalidate() returned") }
+                    if watcher.invalidCalls > 0 {
+                        failures.append("descriptor handler called after it was told invalid")
+                    }
+                    watcher.calls += 1
+                    if watcher.invalidated { failures.append("descriptor handler called after invalidate() returned") }
                     if item.superseded {
                         failures.append("descriptor handler called after its number went to a newer source")
                     }
                     if events != .readable { failures.append("descriptor handler called with \(events)") }
-                    if let current = loop.currentMode, let source = item.source, !loop.contains(source, in: current) {
+                    if let current = loop.currentMode, let source = watcher.source, !loop.contains(source, in: current)
+                    {
                         failures.append("descriptor handler called in \(current), a mode the source is not in")
                     }
                     if world.random.chance(60) { item.drain() }  // Else it stays ready: called again next pass.
                     if world.random.chance(70) { mutate() }
                 }
-                item.source = source
-                let reused = world.orphans.filter { !$0.superseded && $0.readEnd == item.readEnd }
-                world.watched.append(item)
+                watcher.source = source
+                if !item.watchers.isEmpty { world.companions += 1 }
+                item.watchers.append(watcher)
                 do throws(LoopError) {
                     try loop.add(source, to: mode)
                 } catch {
-                    failures.append("adding a fresh descriptor source threw \(error)")
+                    failures.append("adding a descriptor source (watcher \(item.watchers.count)) threw \(error)")
                 }
-                // The orphan on the same number is replaced: invalid, and never called again.
-                for old in reused {
-                    old.superseded = true
-                    world.reusedNumbers += 1
-                    if old.source?.isValid == true {
-                        failures.append("a source whose descriptor number was reused is still valid")
-                    }
-                }
-                if world.random.chance(50) { item.makeReadable() }
             }
 
             @Sendable func makeTracked(in mode: Loop.Mode) {
@@ -466,10 +498,12 @@ import Testing
         #expect(world.performs >= min(limit / 20, 500))
         #expect(world.cancels >= min(limit / 20, 500))
         #expect(world.reusedNumbers >= 1)
+        #expect(world.companions >= min(limit / 200, 20))
         Reliability.report(
             "descriptor and custom source mutation: \(world.callouts) mutating callouts, "
                 + "\(world.descriptorCalls) descriptor handler calls, \(world.performs) performs, "
                 + "\(world.schedules) schedules, \(world.cancels) cancels, "
-                + "\(world.reusedNumbers) reused numbers, \(Loop.Instant.now - start)")
+                + "\(world.reusedNumbers) reused numbers, \(world.companions) companions, "
+                + "\(Loop.Instant.now - start)")
     }
 }
