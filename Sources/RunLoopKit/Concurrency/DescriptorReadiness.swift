@@ -9,7 +9,8 @@
 ///
 /// Each iteration (`makeAsyncIterator()`) has its own source, created on the first `next()` and invalidated
 /// when the iteration ends: it returns `nil` or throws, its task is cancelled, or the iterator is dropped (a
-/// `break` out of `for try await`). One descriptor can have one watcher per loop at a time.
+/// `break` out of `for try await`). Several iterations of one descriptor, and other sources of the loop watching it,
+/// share its registration in the loop's epoll set; each iteration is told of the readiness it waits for.
 ///
 /// The sequence ends by throwing: ``LoopError/Code/loopTerminated`` when the loop's thread exits;
 /// ``LoopError/Code/invalidated`` when the loop gives up the descriptor (closed and its number reused meanwhile);

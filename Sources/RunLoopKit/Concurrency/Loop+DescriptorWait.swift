@@ -30,13 +30,14 @@ extension Loop {
     /// always reported). Safe from any task or thread.
     ///
     /// Built on a ``FileDescriptorSource`` added to `mode` for the wait and invalidated as soon as it ends, so
-    /// the descriptor leaves the loop's epoll set whatever happens. The descriptor stays yours: do not close it
-    /// while a wait is pending (cancel the task first).
+    /// the descriptor leaves the loop's epoll set whatever happens (unless other sources of the loop watch it: the
+    /// wait shares their registration, and several waits on one descriptor share one too). The descriptor stays
+    /// yours: do not close it while a wait is pending (cancel the task first).
     ///
     /// Cancellation: a task cancelled before the call throws `CancellationError` without touching the loop; one
     /// cancelled while waiting resumes at once with `CancellationError`, its source invalidated.
     /// - Throws: ``LoopError/Code/badDescriptor``, ``LoopError/Code/descriptorNotPollable``,
-    ///   ``LoopError/Code/descriptorAlreadyRegistered`` (another source of this loop watches the descriptor);
+    ///   ``LoopError/Code/descriptorAlreadyRegistered`` (one of the loop's own descriptors);
     ///   ``LoopError/Code/loopTerminated`` when the loop's thread exits before the descriptor is ready (or had
     ///   exited); ``LoopError/Code/invalidated`` when the loop gave up the source because the descriptor was
     ///   closed (and its number reused) during the wait; `CancellationError`.

@@ -20,7 +20,9 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let loopTerminated = Code("loopTerminated")
         /// The descriptor is not open (`EBADF`).
         public static let badDescriptor = Code("badDescriptor")
-        /// The descriptor is already watched by another source of this loop (`EEXIST`).
+        /// The descriptor is already in this loop's epoll set, but not through a source of the loop that a new
+        /// source could share (`EEXIST`): it is one of the loop's own descriptors. (Sources of one loop on the same
+        /// descriptor share one registration; see ``FileDescriptorSource``.)
         public static let descriptorAlreadyRegistered = Code("descriptorAlreadyRegistered")
         /// The descriptor cannot be watched for readiness, e.g. a regular file or directory (`EPERM`).
         public static let descriptorNotPollable = Code("descriptorNotPollable")

@@ -16,11 +16,16 @@ import Synchronization
 /// to `[]` in the handler gives one-shot behaviour, and level-triggered reports cannot be lost by a handler that
 /// reads less than everything (edge-triggered ones can).
 ///
-/// The source does not own the descriptor: invalidate the source before closing the descriptor. If the
-/// descriptor is closed anyway and its number reused, the old source never sees the new descriptor's events. When the
-/// loop notices (a change of ``events``, resuming a parked source, or a new source on the same number), it stops
-/// watching, calls the handler one last time with ``Events/invalid`` in a pass of one of the source's modes, and
-/// invalidates the source; ``failure`` says why.
+/// Several sources of one loop may watch the same descriptor (GLib's watch of a socket and the app's, or a C
+/// library's input and output callbacks): the loop keeps one registration in its epoll set for them and watches the
+/// union of what they watch, and each source is told only what it watches, in passes of its own modes, in ``order``
+/// among the others; each has its own handler, ``keepsRunAlive`` and invalidation.
+///
+/// The source does not own the descriptor: invalidate the source (every source of the descriptor) before closing the
+/// descriptor. If the descriptor is closed anyway and its number reused, the old source never sees the new
+/// descriptor's events. When the loop notices (a change of ``events``, resuming a parked source, or a new source on
+/// the same number), it stops watching, calls the handler of each source that watched it one last time with
+/// ``Events/invalid`` in a pass of one of that source's modes, and invalidates them; ``failure`` says why.
 ///
 /// Threading: ``invalidate()``, ``LoopItem/isValid`` and ``events`` (get and set) are safe from any thread; the handler
 /// runs on the loop's thread. A source belongs to at most one loop, in any number of its modes.
@@ -195,7 +200,8 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     ///
     /// Set it to change what the source watches without recreating it: add ``Events/writable`` while output is
     /// pending and take it away once the buffer drained, drop ``Events/readable`` to stop reading from a peer that
-    /// does not read its replies, or set `[]` while a C library says "watch nothing for now". On the loop's thread (a
+    /// does not read its replies, or set `[]` while a C library says "watch nothing for now". Other sources of the
+    /// same descriptor keep watching what they watch. On the loop's thread (a
     /// handler, typically) the change applies at once, to the reports of the pass under way too: a source no longer
     /// watching a condition is not told of it. From another thread it applies at the loop's next pass. Other bits
     /// are ignored. If the epoll set refuses the change (the descriptor was closed behind the source's back), the
@@ -239,10 +245,11 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
         set { requestKeepsRunAlive(newValue, for: .descriptor(self)) }
     }
 
-    /// Stops watching for good: removes the source from every mode and its descriptor from the loop's epoll set.
-    /// Safe from any thread.
+    /// Stops watching for good: removes the source from every mode, and its descriptor from the loop's epoll set
+    /// unless another source of the loop still watches it. Safe from any thread.
     ///
-    /// After it returns no new handler call starts. Call it before closing the descriptor.
+    /// After it returns no new handler call starts. Call it before closing the descriptor (when several sources
+    /// watch it, invalidate them all first).
     public func invalidate() {
         guard markInvalid() else { return }
         guard let owner = owner else { return }
