@@ -85,7 +85,9 @@ extension Loop {
             reportFailure(of: source, failure(of: watch, removal))
             return
         }
-        let previous = descriptorTable.registered.updateValue(watch, forKey: watch.descriptor)
+        // The previous entry's sources hold it until it is done with (``DescriptorTable/registered``).
+        let previous = descriptorTable.registered.updateValue(.passUnretained(watch), forKey: watch.descriptor)?
+            .takeUnretainedValue()
         watch.insert(source)
         source.watch = watch
         if let previous, previous !== watch { watchLeftTheSet(previous, failure(of: previous, .superseded)) }
@@ -111,7 +113,7 @@ extension Loop {
     /// is parked, of what those of them in the running mode watch (no longer parked once that is the whole
     /// union). Loop thread only.
     func refresh(_ watch: DescriptorWatch) {
-        guard descriptorTable.registered[watch.descriptor] === watch else { return }
+        guard isRegistered(watch) else { return }
         var target = watch.wanted
         if watch.isParked {
             let claimed = runStack.mode.map { watch.claimed(inModeID: $0.id) } ?? []
@@ -168,9 +170,7 @@ extension Loop {
     /// ``FileDescriptorSource/failure`` and gets one last handler call (``reportFailure(of:_:)``). Nothing of it is
     /// in the set, so it cannot spin the loop. Loop thread only.
     func watchLeftTheSet(_ watch: DescriptorWatch, _ error: LoopError) {
-        if descriptorTable.registered[watch.descriptor] === watch {
-            descriptorTable.registered[watch.descriptor] = nil
-        }
+        if isRegistered(watch) { descriptorTable.registered[watch.descriptor] = nil }
         if watch.isParked {
             watch.isParked = false
             descriptorTable.parked.removeAll { $0 === watch }
@@ -207,7 +207,7 @@ extension Loop {
         guard let watch = source.watch else { return }
         source.watch = nil
         watch.remove(source)
-        guard descriptorTable.registered[watch.descriptor] === watch else { return }  // Left the set already.
+        guard isRegistered(watch) else { return }  // Left the set already.
         if watch.isEmpty {
             descriptorTable.registered[watch.descriptor] = nil
             if watch.isParked {
@@ -255,10 +255,23 @@ extension Loop {
         }
     }
 
+    /// Whether `watch` is the loop's registration of its descriptor number (not one that left the set). Loop thread
+    /// only.
+    func isRegistered(_ watch: DescriptorWatch) -> Bool {
+        descriptorTable.registered[watch.descriptor]?.toOpaque() == Unmanaged.passUnretained(watch).toOpaque()
+    }
+
+    /// The loop's registration of `descriptor`, if any, as a strong reference (see ``DescriptorTable/registered``).
+    /// Loop thread only.
+    func registeredWatch(_ descriptor: CInt) -> DescriptorWatch? {
+        descriptorTable.registered[descriptor]?.takeUnretainedValue()
+    }
+
     /// Forgets every registration when the loop's thread exits (closing the epoll set drops them from the kernel):
     /// each source may join another loop, where it is registered afresh. Loop thread only, in the teardown.
     func forgetRegistrations() {
-        for watch in descriptorTable.registered.values {
+        for entry in descriptorTable.registered.values {
+            let watch = entry.takeUnretainedValue()  // Held by its sources until they are taken out.
             watch.isParked = false
             for source in watch.removeAll() { source.forgetRegistration() }
         }
@@ -283,18 +296,22 @@ extension Loop {
             let tag = buffer[index].data.u64
             guard tag > Poller.lastLoopTag else { continue }
             let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
-            guard let watch = descriptorTable.registered[descriptor], watch.tag == tag else { continue }
+            guard let entry = descriptorTable.registered[descriptor] else { continue }
             let events = FileDescriptorSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
-            var claimed: FileDescriptorSource.Events = []
-            watch.forEachSource { source in
-                guard source.isValid, source.isIn(modeID: state.id) else { return }
-                claimed.formUnion(source.events)
-                let position = ready.firstIndex { $0.0.order > source.order } ?? ready.endIndex
-                ready.insert((source, events), at: position)
+            // Borrowed, not retained: its sources hold it, and none leaves before `park` (which takes it strong).
+            let unclaimed = entry._withUnsafeGuaranteedRef { watch -> FileDescriptorSource.Events? in
+                guard watch.tag == tag else { return nil }
+                // What the running mode's sources of it watch; most registrations have one source, handled inline.
+                var claimed: FileDescriptorSource.Events = []
+                if let source = watch.first, source.isValid, source.isIn(modeID: state.id) {
+                    claimed = source.events
+                    queue(source, events, in: &ready)
+                }
+                if watch.count > 1 { claimed.formUnion(queueOthers(of: watch, events, in: state, into: &ready)) }
+                let handled = !claimed.isEmpty && claimed.isSuperset(of: events.intersection(.watchable))
+                return handled ? nil : claimed
             }
-            if claimed.isEmpty || !claimed.isSuperset(of: events.intersection(.watchable)) {
-                park(watch, claimed: claimed)
-            }
+            if let claimed = unclaimed { park(entry.takeUnretainedValue(), claimed: claimed) }
         }
         for (source, events) in ready where source.isValid && source.isIn(modeID: state.id) {
             // Masked now, not when the report was read: an earlier handler of this pass may have changed `events`.
@@ -305,6 +322,33 @@ extension Loop {
         }
         scratch.readyDescriptors.give(&ready)
         return handled
+    }
+
+    /// Puts a ready source among `ready`, after those of lower or equal order.
+    @inline(__always)
+    private func queue(
+        _ source: FileDescriptorSource,
+        _ events: FileDescriptorSource.Events,
+        in ready: inout [(FileDescriptorSource, FileDescriptorSource.Events)]
+    ) {
+        let position = ready.firstIndex { $0.0.order > source.order } ?? ready.endIndex
+        ready.insert((source, events), at: position)
+    }
+
+    /// Queues the sources of a shared registration other than its first that are in `state`; answers the union of
+    /// what they watch.
+    private func queueOthers(
+        of watch: DescriptorWatch,
+        _ events: FileDescriptorSource.Events,
+        in state: ModeState,
+        into ready: inout [(FileDescriptorSource, FileDescriptorSource.Events)]
+    ) -> FileDescriptorSource.Events {
+        var claimed: FileDescriptorSource.Events = []
+        for source in watch.others where source.isValid && source.isIn(modeID: state.id) {
+            claimed.formUnion(source.events)
+            queue(source, events, in: &ready)
+        }
+        return claimed
     }
 
     /// Calls, with ``FileDescriptorSource/Events/invalid``, the handlers of the failed sources that were in

@@ -2,7 +2,11 @@
 struct DescriptorTable {
     /// The registration (shared by the loop's sources watching it) of each descriptor number in the epoll set, as
     /// the loop's thread last learnt it (``Loop/enterWatch(_:)``).
-    var registered: [CInt: DescriptorWatch] = [:]
+    ///
+    /// Unmanaged: a watch is here only while at least one source is in it, and each of those holds it
+    /// (``FileDescriptorSource/watch``), so a pass reads it without a retain and release per report (a single
+    /// watcher's pass costs what it did before registrations were shared). See ``Loop/registeredWatch(_:)``.
+    var registered: [CInt: Unmanaged<DescriptorWatch>] = [:]
     /// Registrations narrowed because they reported what no source of them in the running mode watched
     /// (``Loop/park(_:claimed:)``), until a mode of theirs runs.
     var parked: [DescriptorWatch] = []

@@ -49,6 +49,9 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
     /// Loop thread only.
     private(set) var first: FileDescriptorSource?
     private(set) var others: [FileDescriptorSource] = []
+    /// How many sources it holds: `first` plus `others`, kept so that dispatch need not touch `others` for a
+    /// registration of one source.
+    private(set) var count = 0
 
     init(descriptor: CInt, tag: UInt64, identity: FileIdentity, pollerID: ObjectIdentifier, events: Events) {
         self.descriptor = descriptor
@@ -61,12 +64,10 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
     /// Whether no source has joined it on the loop's thread (or all left).
     var isEmpty: Bool { first == nil }
 
-    /// Whether more than one source shares it.
-    var isShared: Bool { !others.isEmpty }
-
     /// Enters `source`, which must not be in it yet. Loop thread only.
     func insert(_ source: FileDescriptorSource) {
         if first == nil { first = source } else { others.append(source) }
+        count += 1
     }
 
     /// Takes `source` out, if it is in. Loop thread only.
@@ -75,7 +76,10 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
             first = others.popLast()
         } else if let index = others.firstIndex(where: { $0 === source }) {
             others.remove(at: index)
+        } else {
+            return
         }
+        count -= 1
     }
 
     /// Calls `body` with every source in it. Loop thread only.
@@ -92,6 +96,7 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
         forEachSource { all.append($0) }
         first = nil
         others = []
+        count = 0
         return all
     }
 
