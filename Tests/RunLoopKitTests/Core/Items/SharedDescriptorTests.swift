@@ -14,6 +14,15 @@ import Testing
         AsyncSupport.epollEntryCount(loop.poller.epoll)
     }
 
+    /// The footprint of a loop running on another thread (``ItemsSupport/startRunningLoop(timeout:setUp:)``),
+    /// taken on that thread, in a block.
+    static func footprint(of loop: Loop) -> AsyncSupport.Footprint {
+        let footprint = Box<AsyncSupport.Footprint>()
+        loop.perform { footprint.value = AsyncSupport.footprint(of: loop) }
+        _ = waitUntil { footprint.value != nil }
+        return footprint.value ?? AsyncSupport.Footprint()
+    }
+
     @Test func aReaderAndAWriterOnOneSocketAreEachToldOnlyTheirOwn() throws {
         let reader = Recorder<FileDescriptorSource.Events>()
         let writer = Recorder<FileDescriptorSource.Events>()
@@ -187,7 +196,7 @@ import Testing
         }
         try! running.loop.add(first)
         try! running.loop.add(second)
-        let baseline = AsyncSupport.footprint(of: running.loop).epollEntries
+        let baseline = AsyncSupport.epollEntryCount(running.loop.poller.epoll)
         for round in 1...200 {
             pipe.write()
             guard waitUntil(timeout: .seconds(5), { secondReads.current == round }) else {
@@ -299,7 +308,7 @@ import Testing
         let running = ItemsSupport.startRunningLoop(timeout: .seconds(120))
         defer { running.finish() }
         let loop = running.loop
-        let baseline = AsyncSupport.footprint(of: loop)
+        let baseline = Self.footprint(of: loop)
         let round = Atomic<Int>(0)
         let added = Atomic<Int>(0)
         let calls = Counter()
@@ -331,7 +340,7 @@ import Testing
         }
         for adder in adders { adder.join() }
         #expect(failures.all.isEmpty, "\(failures.all.prefix(3))")
-        #expect(AsyncSupport.footprint(of: loop) == baseline)
+        #expect(Self.footprint(of: loop) == baseline)
     }
 
     /// An invalidation racing a new source's add on another thread, again and again: whichever comes first, the new
@@ -343,7 +352,7 @@ import Testing
         let running = ItemsSupport.startRunningLoop(timeout: .seconds(120))
         defer { running.finish() }
         let loop = running.loop
-        let baseline = AsyncSupport.footprint(of: loop)
+        let baseline = Self.footprint(of: loop)
         let round = Atomic<Int>(0)
         let done = Atomic<Int>(0)
         let companionCalls = Counter()
@@ -372,7 +381,7 @@ import Testing
             guard companionCalls.current == index else { break }
         }
         invalidator.join()
-        #expect(AsyncSupport.footprint(of: loop) == baseline)
+        #expect(Self.footprint(of: loop) == baseline)
     }
 
     /// Two sources of one descriptor on a loop whose thread exits: both may join another loop, where they share a
