@@ -112,6 +112,26 @@ import Testing
         #expect(passes.current <= 5, "the loop spun \(passes.current) passes while no source of its mode was ready")
     }
 
+    /// `keepsRunAlive` is each source's own: a run whose mode holds, of two sources of one descriptor, only the one
+    /// that does not keep runs going finishes.
+    @Test func eachSourceKeepsRunsGoingOrNotOnItsOwn() {
+        let results = Recorder<Loop.RunResult>()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        ItemsSupport.onLoopThread { loop in
+            let background = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            background.keepsRunAlive = false
+            let foreground = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            try! loop.add(background)
+            try! loop.add(foreground)
+            results.append(loop.run(in: .default, for: .milliseconds(50)))
+            foreground.invalidate()
+            results.append(loop.run(in: .default, for: .seconds(5)))
+            background.invalidate()
+        }
+        #expect(results.all == [.timedOut, .finished])
+    }
+
     /// A source in the running mode that watches only writable, beside one in another mode that watches readable:
     /// a readable descriptor does not spin the loop, nor reach the writer.
     @Test func readinessOnlyAnotherModesSourceWatchesDoesNotSpinTheLoop() throws {
