@@ -27,7 +27,7 @@ struct EpollRegistrations {
     ///
     /// - Throws: What `epoll_ctl(EPOLL_CTL_MOD)` failed with: `EBADF`, `ENOENT` or `EPERM` when the descriptor left
     ///   the set meanwhile (it was closed, and its number may now name another file); anything else leaves it in the
-    ///   set (see ``Loop/dropRegistration(of:after:)``).
+    ///   set (see ``Loop/setRegisteredEvents(_:_:)``).
     func modify(_ descriptor: CInt, events: Epoll.Events, tag: UInt64) throws(SystemError) {
         try Epoll.modify(epoll, descriptor, events: events, data: tag)
     }
