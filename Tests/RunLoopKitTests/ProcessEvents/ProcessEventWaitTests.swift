@@ -25,10 +25,11 @@ import Testing
         defer { ChildProcess.killAndReap(sleeper) }
         let before = running.loop.itemCounts(in: .default).descriptorSources
         let waiting = Task { try await running.loop.waitForExit(of: sleeper) }
-        #expect(waitUntil { running.loop.itemCounts(in: .default).descriptorSources == before + 1 })  // the pidfd's
+        // The pidfd's source joins the loop.
+        #expect(await awaitCondition { running.loop.itemCounts(in: .default).descriptorSources == before + 1 })
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
-        #expect(waitUntil { running.loop.itemCounts(in: .default).descriptorSources == before })
+        #expect(await awaitCondition { running.loop.itemCounts(in: .default).descriptorSources == before })
     }
 
     @Test func waitingForANonChildThrows() async {
@@ -48,17 +49,20 @@ import Testing
                 }
             }
             SignalSupport.check(
-                waitUntil { running.loop.itemCounts(in: .default).descriptorSources >= 1 }, "the source was never added"
+                await awaitCondition { running.loop.itemCounts(in: .default).descriptorSources >= 1 },
+                "the source was never added"
             )
             for sent in 1...3 {
                 SignalSupport.sendToSelf(SIGUSR2)
-                SignalSupport.check(waitUntil { counted.current == sent }, "delivery \(sent) never arrived")
+                SignalSupport.check(await awaitCondition { counted.current == sent }, "delivery \(sent) never arrived")
             }
             let sourcesWhileWatching = running.loop.itemCounts(in: .default).descriptorSources
             consumer.cancel()
             _ = await consumer.result
             SignalSupport.check(
-                waitUntil { running.loop.itemCounts(in: .default).descriptorSources == sourcesWhileWatching - 1 },
+                await awaitCondition {
+                    running.loop.itemCounts(in: .default).descriptorSources == sourcesWhileWatching - 1
+                },
                 "the signal source outlived the cancelled iteration")
             running.finish()
             print("verdict: ok")
