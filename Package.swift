@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
         // Opt-in: an async entry point's main actor served by Loop.main (tracks a Swift runtime hook; see its docs).
         .library(name: "RunLoopKitAsyncMain", targets: ["RunLoopKitAsyncMain"]),
+        // Opt-in: the GLib bridge, both ways (GLib is loaded at run time: building needs no GLib; see its docs).
+        .library(name: "RunLoopKitGLib", targets: ["RunLoopKitGLib"]),
         .executable(name: "loop-demo", targets: ["loop-demo"]),
         .executable(name: "loop-bench", targets: ["loop-bench"]),
         .executable(name: "loop-soak", targets: ["loop-soak"]),
@@ -30,6 +32,13 @@ let package = Package(
         .target(
             name: "RunLoopKitAsyncMain",
             dependencies: ["RunLoopKit", "CRunLoopKitAsyncMain"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Our own declarations of the few GLib types and signatures the bridge uses (no GLib header), and epoll.
+        .target(name: "CRunLoopKitGLib"),
+        .target(
+            name: "RunLoopKitGLib",
+            dependencies: ["RunLoopKit", "CRunLoopKitGLib"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
