@@ -76,9 +76,17 @@ let package = Package(
             path: "Tests/async-main-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The GLib bridge on the process's real main thread (Dispatch's main queue, the main actor, GLib's default
+        // context): a test executable that RunLoopKitTests runs in child processes.
+        .executableTarget(
+            name: "glib-check",
+            dependencies: ["RunLoopKit", "RunLoopKitGLib"],
+            path: "Tests/glib-check",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "SplitMix64", "main-loop-check", "loop-demo"],
+            dependencies: ["RunLoopKit", "RunLoopKitGLib", "SplitMix64", "main-loop-check", "glib-check", "loop-demo"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]
