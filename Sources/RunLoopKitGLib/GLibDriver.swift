@@ -10,11 +10,16 @@ import Synchronization
 /// sleep, with three items in `mode`:
 /// - an observer at ``RunLoopKit/Loop/Activity/beforeWaiting``, called after every other observer of that activity,
 ///   prepares and queries: at the last moment before the loop sleeps, so that a GLib source added by the pass's own
-///   handlers (`g_idle_add` on the loop's thread wakes nothing) is in the set the loop sleeps on;
+///   handlers (`g_idle_add` on the thread that owns the context wakes nothing) is in the set the loop sleeps on;
 /// - GLib's descriptors, in an epoll set of the driver's own that the loop watches (``GLibPollSet``), and
 /// - a timer at GLib's timeout (now, when a source is ready already) wake the loop; either one then checks,
 ///   with the readiness of GLib's descriptors read at that moment, dispatches, and prepares the next iteration at
-///   once (a pass that does not sleep skips `beforeWaiting`: a loop kept busy must still see GLib's next timeout).
+///   once.
+///
+/// A pass that does not sleep (work was ready already) skips `beforeWaiting`, and a loop kept busy may not sleep for
+/// a long time: the same observer, at ``RunLoopKit/Loop/Activity/beforeTimers``, prepares again when the previous pass
+/// did not sleep and the last preparation is over a millisecond old. A busy loop so still sees a GLib source its own
+/// handlers added within about a millisecond, and GLib's timeouts keep their rate.
 ///
 /// None of the three keeps a run going (they are like a loop's observers): a run of the loop ends as it would
 /// without GLib. Run ``RunLoopKit/Loop/main`` with `run()`, which the main queue keeps going until stopped.
@@ -52,6 +57,13 @@ public final class GLibDriver: @unchecked Sendable {
     private var alarmTime = Int64.max
     /// How many dispatches are running (a GLib callback may run the loop again): teardown waits for the outermost.
     private var dispatchDepth = 0
+    /// When the last iteration was prepared, in monotonic nanoseconds.
+    private var preparedAt: Int64 = 0
+    /// The loop slept since the last ``RunLoopKit/Loop/Activity/beforeTimers`` (its `afterWaiting` came).
+    private var slept = false
+
+    /// How old a preparation may get while the loop keeps busy: 1 ms.
+    private static let busyPreparationAge: Int64 = 1_000_000
 
     init(loop: Loop, context: OpaquePointer?, mode: Loop.Mode, glib: GLibFunctions) throws(GLibError) {
         self.loop = loop
@@ -78,8 +90,11 @@ public final class GLibDriver: @unchecked Sendable {
     /// thread's) is served by the loop's next pass, with no call to prime it.
     private func start() throws(GLibError) {
         pollSet = try GLibPollSet(loop: loop, mode: mode) { [self] in iterate() }
-        // Called after every other beforeWaiting observer: `order` is the largest there is.
-        let observer = LoopObserver(activities: .beforeWaiting, order: .max) { [self] _ in prepare() }
+        // Called after every other observer of the same activity: `order` is the largest there is.
+        let observer = LoopObserver(activities: [.beforeTimers, .beforeWaiting, .afterWaiting], order: .max) {
+            [self] activity in
+            observe(activity)
+        }
         self.observer = observer
         // A timer that never fires by itself (it repeats every 16 years), moved to each GLib timeout: unlike a
         // one-shot timer it stays valid after firing, so the next `setNextFireTime(_:)` re-arms it.
@@ -123,6 +138,22 @@ public final class GLibDriver: @unchecked Sendable {
 
     // MARK: The iteration
 
+    /// The observer's call: prepare before the loop sleeps, or at the start of a pass when the loop has been busy.
+    private func observe(_ activity: Loop.Activity) {
+        switch activity {
+        case .beforeWaiting:
+            prepare()
+        case .afterWaiting:
+            slept = true
+        default:  // beforeTimers
+            if slept {
+                slept = false  // Woken: the alarm or GLib's descriptors say whether GLib has anything.
+            } else if Loop.Instant.now.nanoseconds - preparedAt > Self.busyPreparationAge {
+                prepare()
+            }
+        }
+    }
+
     /// Prepares and queries an iteration, watches its descriptors and sets the alarm to its timeout (to now when a
     /// source is ready already, or a descriptor cannot be watched and `poll(2)` would call it ready at once).
     private func prepare() {
@@ -143,6 +174,7 @@ public final class GLibDriver: @unchecked Sendable {
         isPrepared = true
         pollSet.update(records, count: count)
         let now = Loop.Instant.now.nanoseconds
+        preparedAt = now
         if ready || timeout == 0 || !pollSet.refused.isEmpty {
             moveAlarm(to: now)  // A due timer makes the pass poll rather than sleep, and fires in it.
         } else if timeout < 0 {
