@@ -64,6 +64,8 @@ public final class GLibDriver: @unchecked Sendable {
 
     /// How old a preparation may get while the loop keeps busy: 1 ms.
     private static let busyPreparationAge: Int64 = 1_000_000
+    /// GLib's unit of timeout, in nanoseconds.
+    private static let millisecond: Int64 = 1_000_000
 
     init(loop: Loop, context: OpaquePointer?, mode: Loop.Mode, glib: GLibFunctions) throws(GLibError) {
         self.loop = loop
@@ -176,11 +178,11 @@ public final class GLibDriver: @unchecked Sendable {
         let now = Loop.Instant.now.nanoseconds
         preparedAt = now
         if ready || timeout == 0 || !pollSet.refused.isEmpty {
-            moveAlarm(to: now)  // A due timer makes the pass poll rather than sleep, and fires in it.
+            moveAlarm(to: now, now: now)  // A due timer makes the pass poll rather than sleep, and fires in it.
         } else if timeout < 0 {
-            moveAlarm(to: .max)
+            moveAlarm(to: .max, now: now)
         } else {
-            moveAlarm(to: now + Int64(timeout) * 1_000_000)  // GLib's timeout is in whole milliseconds, rounded up.
+            moveAlarm(to: now + Int64(timeout) * 1_000_000, now: now)
         }
     }
 
@@ -204,9 +206,19 @@ public final class GLibDriver: @unchecked Sendable {
         prepare()
     }
 
-    /// Moves the alarm to `time` (monotonic nanoseconds; `Int64.max`: never), unless it is there already.
-    private func moveAlarm(to time: Int64) {
+    /// Moves the alarm to `time` (monotonic nanoseconds; `Int64.max`: never), unless it is there already, or it is
+    /// pending less than a millisecond earlier.
+    ///
+    /// GLib answers its timeout in whole milliseconds, rounded up from the deadline of its most urgent source, so
+    /// each preparation answers that same deadline up to a millisecond late, from wherever in the millisecond it
+    /// happens to run; the driver prepares several times per iteration. Taking each answer would push the alarm
+    /// later every time, and a 10 ms GLib timeout would tick some 91 times a second instead of GLib's own ~92 (with
+    /// another timer in its poll set). The earlier answer is no earlier than the deadline either. Should the deadline
+    /// itself have moved later, the alarm comes up to a millisecond early: GLib's check finds nothing due, and the
+    /// preparation that follows sets the alarm anew.
+    private func moveAlarm(to time: Int64, now: Int64) {
         guard time != alarmTime, let alarm else { return }
+        if time > alarmTime && alarmTime > now && time - alarmTime < Self.millisecond { return }
         alarmTime = time
         alarm.setNextFireTime(time == .max ? .now + LoopTimer.maximumInterval : Loop.Instant(nanoseconds: time))
     }

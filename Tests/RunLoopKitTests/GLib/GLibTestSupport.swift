@@ -152,3 +152,9 @@ final class GLibOnlyThread: @unchecked Sendable {
         glib.unref(context: context)
     }
 }
+
+/// A GLib context pointer that closures may capture: GLib's contexts are thread-safe objects.
+struct SharedContext: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+}
