@@ -42,7 +42,8 @@ public final class GLibAttachment: @unchecked Sendable {
         let size = UInt32(MemoryLayout<RLKGBridgeSource>.size)
         source = glib.sourceNew(attachmentSourceFuncs, size)!
         // The source holds this object until GLib finalizes it (`finalize` releases it).
-        source.storeBytes(of: Unmanaged.passRetained(self).toOpaque(), toByteOffset: bridgeOffset, as: UnsafeMutableRawPointer.self)
+        source.storeBytes(
+            of: Unmanaged.passRetained(self).toOpaque(), toByteOffset: bridgeOffset, as: UnsafeMutableRawPointer.self)
         _ = glib.sourceAddUnixFD(source, loop.pollDescriptor, UInt32(GLibPollSet.input))
         glib.sourceSetPriority(source, priority)
         // A handler may run a nested GLib main loop (a modal dialog): the loop keeps running inside it, as a nested

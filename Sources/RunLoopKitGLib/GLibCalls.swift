@@ -98,8 +98,14 @@ package struct GLibCalls: Sendable {
     /// Runs `handler` once on the thread that iterates `context` (`g_main_context_invoke_full`): at once when that
     /// is the caller, else from an idle source GLib attaches and wakes the context for. Any thread.
     package func invoke(_ context: OpaquePointer?, priority: Int32 = 0, _ handler: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(SourceClosure { handler(); return false }).toOpaque()
-        functions.mainContextInvokeFull(context.map { UnsafeMutableRawPointer($0) }, priority, callSource, box, releaseSource)
+        let box = Unmanaged.passRetained(
+            SourceClosure {
+                handler()
+                return false
+            }
+        ).toOpaque()
+        functions.mainContextInvokeFull(
+            context.map { UnsafeMutableRawPointer($0) }, priority, callSource, box, releaseSource)
     }
 
     /// Gives `source` the closure `handler` (unless it has its callback already), attaches it and answers it.

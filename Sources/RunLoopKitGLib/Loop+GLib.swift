@@ -34,7 +34,8 @@ extension Loop {
     ) throws(GLibError) -> GLibAttachment {
         let glib = try GLibFunctions.shared()
         guard mode != .common else {
-            throw GLibError(.invalidMode, message: "a loop runs one mode at a time in GLib; .common names a set of modes")
+            throw GLibError(
+                .invalidMode, message: "a loop runs one mode at a time in GLib; .common names a set of modes")
         }
         guard !isTerminated else { throw GLibError(.loopRefused, message: "\(self): its thread has exited") }
         return GLibAttachment(loop: self, context: context, mode: mode, priority: priority, glib: glib)

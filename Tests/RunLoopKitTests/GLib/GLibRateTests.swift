@@ -24,7 +24,8 @@ struct GLibRateTests {
             // timerfd is in the attached case.
             let timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
             var period = itimerspec(
-                it_interval: timespec(tv_sec: 0, tv_nsec: 10_000_000), it_value: timespec(tv_sec: 0, tv_nsec: 5_000_000))
+                it_interval: timespec(tv_sec: 0, tv_nsec: 10_000_000), it_value: timespec(tv_sec: 0, tv_nsec: 5_000_000)
+            )
             timerfd_settime(timer, 0, &period, nil)
             glib.addDescriptorWatch(context, descriptor: timer, condition: 1) { _ in
                 var expirations: UInt64 = 0
