@@ -59,6 +59,39 @@ struct GLibAttachmentTests {
         for item in [source, timer, descriptor, observer] as [LoopItem] { item.invalidateItem() }
     }
 
+    @Test func aHandlerThatRunsANestedGLibMainLoopKeepsTheLoopRunningInsideIt() throws {
+        // A modal dialog in GTK runs a nested GLib main loop from inside a handler: the loop's timers and sources
+        // keep running in it, as in a nested run of the loop.
+        let timerFired = ItemsSupport.Flag()
+        let nestedEnded = Box<String>()
+        let context = Box<SharedContext>()
+        let opener = LoopSource {
+            let glib = GLibTesting.calls!
+            let nested = SharedContext(glib.newMainLoop(context.value!.pointer))
+            let timer = try! LoopTimer(after: .milliseconds(20)) { _ in
+                timerFired.set()
+                glib.quit(nested.pointer)
+            }
+            try! Loop.current.add(timer)
+            glib.addTimeout(context.value!.pointer, milliseconds: 5_000) {  // Should the loop stall in it.
+                glib.quit(nested.pointer)
+                return false
+            }
+            glib.run(nested.pointer)
+            nestedEnded.value = timerFired.isSet ? "by the loop's timer" : "by the 5 s fallback"
+            glib.unref(mainLoop: nested.pointer)
+        }
+        let host = GLibHostThread { loop, pointer in
+            context.value = SharedContext(pointer)
+            try! loop.add(opener)
+        }
+        opener.signal()
+        #expect(waitUntil { nestedEnded.value != nil })
+        #expect(nestedEnded.value == "by the loop's timer")
+        host.stop()
+        opener.invalidate()
+    }
+
     @Test func anIdleAttachedLoopCostsGLibNothing() {
         let passes = Counter()
         let observer = LoopObserver(activities: .entry) { _ in passes.increment() }

@@ -223,6 +223,67 @@ struct GLibDriverTests {
         close(second.value!)
     }
 
+    @Test func aClosedDescriptorWhoseFileLivesOnNeitherSpinsTheLoopNorReachesItsNumbersNextOwner() {
+        // GLib's watch of a pipe ends, and the pipe's descriptor is closed while a duplicate keeps the pipe open:
+        // epoll keeps the old entry (it is keyed by the open file), and no call by number reaches it any more. When
+        // the pipe gets data, that orphan reports: it must not keep the loop awake, nor pass for the new file that now
+        // has the old number.
+        let old = Pipe()
+        let number = old.readEnd
+        let heard = Recorder<String>()
+        let firstWatch = Box<GLibSourceReference>()
+        let duplicate = Box<CInt>()
+        let second = Box<CInt>()
+        let wakeUps = Counter()
+        let observer = LoopObserver(activities: .afterWaiting) { _ in wakeUps.increment() }
+        let driving = GLibDrivingThread { loop, context in
+            try! loop.add(observer, to: .common)
+            firstWatch.value = GLibTesting.calls!.addDescriptorWatch(context, descriptor: number, condition: 1) { _ in
+                heard.append("old")
+                return true
+            }
+        }
+        #expect(waitUntil { driving.loop.isWaiting })
+        let context = SharedContext(driving.context)
+        let reused = driving.onThread { () -> Bool in
+            firstWatch.value!.destroy()
+            duplicate.value = dup(number)  // The old pipe lives on.
+            close(number)
+            var ends: [CInt] = [0, 0]
+            guard pipe(&ends) == 0 else { return false }
+            if ends[0] != number {
+                guard dup2(ends[0], number) == number else { return false }
+                close(ends[0])
+            }
+            second.value = ends[1]
+            GLibTesting.calls!.addDescriptorWatch(context.pointer, descriptor: number, condition: 1) { _ in
+                var byte: UInt8 = 0
+                _ = read(number, &byte, 1)
+                heard.append("new")
+                return true
+            }
+            return true
+        }
+        #expect(reused)
+        #expect(waitUntil { driving.loop.isWaiting })
+        old.write()  // The orphan's file becomes readable, and stays so (nobody reads it).
+        #expect(waitUntil { wakeUps.current > 0 })
+        #expect(waitUntil { driving.loop.isWaiting })
+        let wakeUpsAfterOrphan = wakeUps.current
+        usleep(100_000)  // A window in which a spinning loop would wake thousands of times.
+        #expect(wakeUps.current - wakeUpsAfterOrphan <= 2, "the orphan kept waking the loop")
+        #expect(heard.all.isEmpty, "the orphan's report reached a watch: \(heard.all)")
+        var byte: UInt8 = 1
+        _ = write(second.value!, &byte, 1)
+        #expect(waitUntil { heard.all == ["new"] })
+        driving.stop()
+        observer.invalidate()
+        close(number)
+        close(second.value!)
+        close(duplicate.value!)
+        close(old.writeEnd)
+    }
+
     @Test func anIdleDrivenContextCostsTheLoopNothing() {
         let passes = Counter()
         let observer = LoopObserver(activities: .afterWaiting) { _ in passes.increment() }
