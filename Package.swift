@@ -43,7 +43,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "loop-demo",
-            dependencies: ["RunLoopKit"],
+            dependencies: ["RunLoopKit", "RunLoopKitGLib"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // A seedable random number generator for the benchmark, the soak and the tests (no product exports it).
