@@ -177,7 +177,7 @@ public final class GLibDriver: @unchecked Sendable {
         pollSet.update(records, count: count)
         let now = Loop.Instant.now.nanoseconds
         preparedAt = now
-        if ready || timeout == 0 || !pollSet.refused.isEmpty {
+        if ready || timeout == 0 || pollSet.hasReadyRefusal {
             moveAlarm(to: now, now: now)  // A due timer makes the pass poll rather than sleep, and fires in it.
         } else if timeout < 0 {
             moveAlarm(to: .max, now: now)

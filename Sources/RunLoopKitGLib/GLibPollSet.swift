@@ -44,8 +44,12 @@ final class GLibPollSet {
     /// ``entries`` being built by ``update(_:count:)`` (kept to reuse its storage).
     private var nextEntries: [Entry] = []
     /// Descriptors epoll refused, with what `poll(2)` would report for each: `G_IO_NVAL` for a closed one, IN and OUT
-    /// as asked for a regular file (which epoll cannot watch and poll calls always ready).
-    private(set) var refused: [(descriptor: CInt, revents: UInt16)] = []
+    /// as asked for a regular file (which epoll cannot watch and poll calls always ready), nothing for the loop's own
+    /// epoll set.
+    private var refused: [(descriptor: CInt, revents: UInt16)] = []
+
+    /// Whether a refused descriptor polls ready at once (so GLib's iteration must not wait for the set).
+    var hasReadyRefusal: Bool { refused.contains { $0.revents != 0 } }
     /// The buffer ``collect(into:count:)`` reads reports into: room for every entry.
     private var reports: UnsafeMutableBufferPointer<epoll_event>
     /// The last generation handed out.
@@ -174,9 +178,14 @@ final class GLibPollSet {
             if status == 0 { nextEntries.append(entry) } else { refuse(number, revents: Self.invalid) }
         case EPERM:
             refuse(number, revents: events & (Self.input | Self.output))  // A regular file or a directory.
+        case ELOOP, EINVAL:
+            // An epoll set that holds this one: the loop's own (the loop is attached to the context it drives), or
+            // this set itself. Its readiness is the loop's own work, which the running loop does anyway: it is left
+            // unwatched, never ready (watching it would make a cycle, and calling it ready would spin).
+            refuse(number, revents: 0)
         default:
-            // EBADF (not open), ELOOP or EINVAL (the set itself, or a set that holds it), ENOMEM, ENOSPC
-            // (max_user_watches): GLib's source hears G_IO_NVAL, as poll(2) says of a descriptor it cannot poll.
+            // EBADF (not open), ENOMEM, ENOSPC (max_user_watches): GLib's source hears G_IO_NVAL, as poll(2) says
+            // of a descriptor it cannot poll.
             refuse(number, revents: Self.invalid)
         }
     }

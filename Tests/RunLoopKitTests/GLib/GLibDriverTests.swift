@@ -306,6 +306,36 @@ struct GLibDriverTests {
         observer.invalidate()
     }
 
+    @Test func aLoopAttachedToTheContextItDrivesNeitherSpinsNorStalls() throws {
+        // Both directions at once on one loop and one context is a mistake, but a harmless one: the attachment's
+        // descriptor (the loop's own epoll set) cannot sit in the driver's set, and is left unwatched.
+        let performed = Counter()
+        let idles = Counter()
+        let wakeUps = Counter()
+        let source = LoopSource { performed.increment() }
+        let observer = LoopObserver(activities: .afterWaiting) { _ in wakeUps.increment() }
+        let driving = GLibDrivingThread { loop, context in
+            try! loop.add(source)
+            try! loop.add(observer, to: .common)
+            try! loop.attachToGLib(context: context)
+            GLibTesting.calls!.addIdle(context) {
+                idles.increment()
+                return false
+            }
+        }
+        #expect(waitUntil { idles.current == 1 })
+        #expect(waitUntil { driving.loop.isWaiting })
+        source.signal()
+        #expect(waitUntil { performed.current == 1 })
+        #expect(waitUntil { driving.loop.isWaiting })
+        let before = wakeUps.current
+        usleep(100_000)  // A window in which a spinning loop would wake thousands of times.
+        #expect(wakeUps.current - before <= 2)
+        driving.stop()
+        source.invalidate()
+        observer.invalidate()
+    }
+
     @Test func aContextAnotherThreadIteratesIsRefused() throws {
         let glibOnly = GLibOnlyThread { _ in }
         nonisolated(unsafe) let context = glibOnly.context
