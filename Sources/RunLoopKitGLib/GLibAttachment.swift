@@ -10,8 +10,9 @@ import Synchronization
 /// work, a timer is due (the loop's timerfd is in that set), a watched descriptor is ready. GLib then dispatches the
 /// source, which calls ``RunLoopKit/Loop/runPass(in:)``. When a pass answers that more work is ready already, the
 /// source's `prepare` says "ready, timeout 0" for the next iteration instead of waiting for the descriptor; it says
-/// so for the very first iteration too, so work sent before GLib's loop started is served at once. There is no timer
-/// and no polling: an idle loop costs GLib nothing but one descriptor in its poll set.
+/// so too whenever the loop does not count as asleep (the descriptor then says nothing): for the very first
+/// iteration, so work sent before GLib's loop started is served at once, and after anyone else ran the loop. There is
+/// no timer and no polling: an idle loop costs GLib nothing but one descriptor in its poll set.
 ///
 /// The attachment lasts until ``invalidate()``, whether or not this handle is kept.
 ///
@@ -30,10 +31,10 @@ public final class GLibAttachment: @unchecked Sendable {
     /// The GSource, with a reference of this object's own until ``invalidate()``.
     private let source: UnsafeMutableRawPointer
     private let valid = Atomic<Bool>(true)
-    /// Whether a pass is due without waiting for the descriptor: at first, and after a pass that answered `true`.
-    /// Written by the source's `dispatch` and read by its `prepare`, both on the context's thread; atomic (relaxed)
-    /// so that a context iterated on the wrong thread reaches the trap in `dispatch` rather than a data race.
-    fileprivate let passDue = Atomic<Bool>(true)
+    /// Whether the last pass answered that more work is ready already. Written by the source's `dispatch` and read by
+    /// its `prepare`, both on the context's thread; atomic (relaxed) so that a context iterated on the wrong thread
+    /// reaches the trap in `dispatch` rather than a data race.
+    private let passDue = Atomic<Bool>(false)
 
     init(loop: Loop, context: OpaquePointer?, mode: Loop.Mode, priority: Int32, glib: GLibFunctions) {
         self.loop = loop
@@ -74,6 +75,13 @@ public final class GLibAttachment: @unchecked Sendable {
         return Unmanaged<GLibAttachment>.fromOpaque(bridge).takeUnretainedValue()
     }
 
+    /// Whether GLib's next iteration must run a pass without waiting for the descriptor: the last pass said more
+    /// work is ready, or the loop does not count as asleep. Other threads wake the loop through its descriptor only
+    /// while it counts as asleep, which a pass leaves it, and which a run of the loop by anyone else (a GLib callback
+    /// that runs it for a while, say) ends: a pass then makes the descriptor trustworthy again. Before the first pass
+    /// the loop does not count as asleep either, so GLib's first iteration runs one. From the source's `prepare`.
+    fileprivate var isPassDue: Bool { passDue.load(ordering: .relaxed) || !loop.isWaiting }
+
     /// One pass, from the source's `dispatch`; answers whether the source stays.
     fileprivate func dispatch() -> Bool {
         guard isValid else { return false }
@@ -98,7 +106,7 @@ nonisolated(unsafe) private let attachmentSourceFuncs: UnsafeMutablePointer<RLKG
         to: RLKGSourceFuncs(
             prepare: { source, timeout in
                 // Ready at once (timeout 0) while a pass is due; otherwise no timeout of ours: the descriptor wakes GLib.
-                let due = GLibAttachment.of(source).passDue.load(ordering: .relaxed)
+                let due = GLibAttachment.of(source).isPassDue
                 timeout?.pointee = due ? 0 : -1
                 return due ? 1 : 0
             },

@@ -59,6 +59,28 @@ struct GLibAttachmentTests {
         for item in [source, timer, descriptor, observer] as [LoopItem] { item.invalidateItem() }
     }
 
+    @Test func aRunOfTheLoopFromAGLibCallbackDoesNotLoseLaterWakeUps() throws {
+        // A GLib callback (not the attachment's) runs the loop for a while: afterwards the loop no longer counts as
+        // asleep, so other threads' work would not make its descriptor readable. The next iteration runs a pass.
+        let performed = Counter()
+        let ranNested = ItemsSupport.Flag()
+        let source = LoopSource { performed.increment() }
+        let host = GLibHostThread { loop, context in
+            try! loop.add(source)
+            GLibTesting.calls!.addTimeout(context, milliseconds: 10) {
+                Loop.current.run(in: .default, for: .milliseconds(5))
+                ranNested.set()
+                return false
+            }
+        }
+        #expect(waitUntil { ranNested.isSet })
+        #expect(waitUntil { host.loop.isWaiting })
+        source.signal()
+        #expect(waitUntil(timeout: .seconds(5)) { performed.current == 1 })
+        host.stop()
+        source.invalidate()
+    }
+
     @Test func aHandlerThatRunsANestedGLibMainLoopKeepsTheLoopRunningInsideIt() throws {
         // A modal dialog in GTK runs a nested GLib main loop from inside a handler: the loop's timers and sources
         // keep running in it, as in a nested run of the loop.

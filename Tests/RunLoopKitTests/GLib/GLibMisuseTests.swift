@@ -14,9 +14,10 @@ struct GLibMisuseTests {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let glib = GLibTesting.calls!
             let context = SharedContext(glib.newContext())
-            let running = ItemsSupport.startRunningLoop()  // The loop runs on a thread of its own...
-            _ = try? running.loop.attachToGLib(context: context.pointer)
-            glib.iterate(context.pointer, mayBlock: false)  // ...and this thread iterates the context.
+            // A loop whose thread lives on without running it: GLib's first iteration runs a pass...
+            let (loop, _) = startLoopThread { _ in while true { usleep(100_000) } }
+            _ = try? loop.attachToGLib(context: context.pointer)
+            glib.iterate(context.pointer, mayBlock: false)  // ...on this thread, which is not the loop's.
         }
         #expect(Self.standardError(result).contains("iterated on another thread than the loop's own"))
     }
