@@ -4,7 +4,11 @@
 # round, each run in a fresh process; the table gives, per workload, the median over the rounds of each run's p50 and
 # p99 (20,000 samples a run), and the ratios the GLib bridge is held to: G2/G1 (target <= 1.3) and G2/G3 (<= 1).
 #
-#   scripts/glib-latency.sh [ROUNDS] [--quick]     ROUNDS defaults to 5; --quick: 2,000 samples a run
+#   scripts/glib-latency.sh [ROUNDS] [--quick] [--pin CPU]
+#
+# ROUNDS defaults to 5; --quick: 2,000 samples a run; --pin CPU: every run on that one CPU (taskset), sender and
+# target sharing it, which leaves out the cross-CPU wake-up (on a VM its cost varies with the idle state of the
+# target's CPU from run to run, and can hide the difference between the three).
 #
 # Needs GLib's runtime library (libglib-2.0.so.0). Progress goes to stderr.
 set -euo pipefail
@@ -12,19 +16,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=5
 quick=()
-for argument in "$@"; do
-    case "$argument" in
+pin=()
+label=""
+while (($#)); do
+    case "$1" in
         --quick) quick=(--quick) ;;
+        --pin)
+            [[ "${2:-}" =~ ^[0-9]+$ ]] || { echo "glib-latency.sh: --pin needs a CPU number" >&2; exit 2; }
+            pin=(taskset -c "$2")
+            label="@cpu$2"
+            shift
+            ;;
         -h | --help)
-            sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *[!0-9]* | "")
-            echo "usage: scripts/glib-latency.sh [ROUNDS] [--quick]" >&2
+            echo "usage: scripts/glib-latency.sh [ROUNDS] [--quick] [--pin CPU]" >&2
             exit 2
             ;;
-        *) rounds=$argument ;;
+        *) rounds=$1 ;;
     esac
+    shift
 done
 
 scratch="${BENCH_SCRATCH_PATH:-.build-bench}"
@@ -36,8 +49,8 @@ trap 'rm -f "$results"' EXIT
 for round in $(seq 1 "$rounds"); do
     for workload in G1 G2 G3; do
         echo "glib-latency: round $round/$rounds, $workload" >&2
-        "$binary" "$workload" --runs 1 "${quick[@]}" 2>/dev/null | grep -E "^$workload (p50_us|p99_us|cpu_pct|behind) " \
-            >>"$results"
+        "${pin[@]}" "$binary" "$workload" --runs 1 "${quick[@]}" 2>/dev/null \
+            | grep -E "^$workload$label (p50_us|p99_us|cpu_pct|behind) " | sed "s/^$workload$label /$workload /" >>"$results"
     done
 done
 
@@ -47,7 +60,7 @@ median() {
         | awk '{ value[NR] = $1 } END { if (NR % 2) print value[(NR + 1) / 2]; else print (value[NR / 2] + value[NR / 2 + 1]) / 2 }'
 }
 
-echo "# signal -> handler latency, medians of $rounds alternating rounds, each a fresh process"
+echo "# signal -> handler latency, medians of $rounds alternating rounds, each a fresh process${label:+, pinned to ${label#@}}"
 echo "# machine: $(uname -srm), $(nproc) CPUs; load average before the last round: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 printf '%-44s %10s %10s %8s %8s\n' "workload" "p50 µs" "p99 µs" "cpu %" "behind"
