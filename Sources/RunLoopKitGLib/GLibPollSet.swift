@@ -133,7 +133,8 @@ final class GLibPollSet {
             let report = reports[index]
             let tag = report.data.u64
             let number = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
-            guard let entry = entries.firstIndex(where: { $0.descriptor == number }),
+            let entry = Self.firstIndex(count: entries.count) { entries[$0].descriptor >= number }
+            guard entry < entries.count, entries[entry].descriptor == number,
                 entries[entry].generation == UInt32(truncatingIfNeeded: tag >> 32)
             else {
                 // An orphan: an entry of a file GLib closed while the file lived on elsewhere (a duplicate, a
@@ -234,12 +235,19 @@ final class GLibPollSet {
 
     /// The index of the record for descriptor `number` (records are sorted by descriptor).
     private static func index(of number: CInt, in records: UnsafeMutablePointer<RLKGPollFD>, count: Int) -> Int? {
+        let index = firstIndex(count: count) { records[$0].fd >= number }
+        return index < count && records[index].fd == number ? index : nil
+    }
+
+    /// The first index in `0..<count` at which `isAtOrAfter` holds (`count` if none), for a condition that, once it
+    /// holds, holds for every later index: a binary search.
+    private static func firstIndex(count: Int, where isAtOrAfter: (Int) -> Bool) -> Int {
         var low = 0
         var high = count
         while low < high {
             let middle = (low + high) / 2
-            if records[middle].fd < number { low = middle + 1 } else { high = middle }
+            if isAtOrAfter(middle) { high = middle } else { low = middle + 1 }
         }
-        return low < count && records[low].fd == number ? low : nil
+        return low
     }
 }
