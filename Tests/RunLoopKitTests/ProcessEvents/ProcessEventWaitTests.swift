@@ -19,14 +19,18 @@ import Testing
     }
 
     @Test func cancellingTheWaitRemovesTheSource() async throws {
-        let running = ItemsSupport.startRunningLoop()
+        let running = ItemsSupport.startRunningLoop(timeout: .seconds(120))
         defer { running.finish() }
         let sleeper = ChildProcess.sleeping()
         defer { ChildProcess.killAndReap(sleeper) }
         let before = running.loop.itemCounts(in: .default).descriptorSources
         let waiting = Task { try await running.loop.waitForExit(of: sleeper) }
-        // The pidfd's source joins the loop.
-        #expect(await awaitCondition { running.loop.itemCounts(in: .default).descriptorSources == before + 1 })
+        // The pidfd's source joins the loop once the task runs. A generous deadline: in the full suite, other tests'
+        // blocking waits can hold both cooperative threads of a 2-CPU machine for seconds before the task starts.
+        let joined = await awaitCondition(timeout: .seconds(60)) {
+            running.loop.itemCounts(in: .default).descriptorSources == before + 1
+        }
+        #expect(joined, "the wait's source never joined: \(running.loop.itemCounts(in: .default))")
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
         #expect(await awaitCondition { running.loop.itemCounts(in: .default).descriptorSources == before })
