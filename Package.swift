@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
         // Opt-in: an async entry point's main actor served by Loop.main (tracks a Swift runtime hook; see its docs).
         .library(name: "RunLoopKitAsyncMain", targets: ["RunLoopKitAsyncMain"]),
+        // Opt-in: the GLib bridge, both ways (GLib is loaded at run time: building needs no GLib; see its docs).
+        .library(name: "RunLoopKitGLib", targets: ["RunLoopKitGLib"]),
         .executable(name: "loop-demo", targets: ["loop-demo"]),
         .executable(name: "loop-bench", targets: ["loop-bench"]),
         .executable(name: "loop-soak", targets: ["loop-soak"]),
@@ -32,16 +34,23 @@ let package = Package(
             dependencies: ["RunLoopKit", "CRunLoopKitAsyncMain"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // Our own declarations of the few GLib types and signatures the bridge uses (no GLib header), and epoll.
+        .target(name: "CRunLoopKitGLib"),
+        .target(
+            name: "RunLoopKitGLib",
+            dependencies: ["RunLoopKit", "CRunLoopKitGLib"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "loop-demo",
-            dependencies: ["RunLoopKit"],
+            dependencies: ["RunLoopKit", "RunLoopKitGLib"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // A seedable random number generator for the benchmark, the soak and the tests (no product exports it).
         .target(name: "SplitMix64", swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "loop-bench",
-            dependencies: ["RunLoopKit", "SplitMix64"],
+            dependencies: ["RunLoopKit", "RunLoopKitGLib", "CRunLoopKitGLib", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Every kind of item, cross-thread traffic and LoopThread churn for a set time under CPU load, with
@@ -67,9 +76,17 @@ let package = Package(
             path: "Tests/async-main-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The GLib bridge on the process's real main thread (Dispatch's main queue, the main actor, GLib's default
+        // context): a test executable that RunLoopKitTests runs in child processes.
+        .executableTarget(
+            name: "glib-check",
+            dependencies: ["RunLoopKit", "RunLoopKitGLib"],
+            path: "Tests/glib-check",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "SplitMix64", "main-loop-check", "loop-demo"],
+            dependencies: ["RunLoopKit", "RunLoopKitGLib", "SplitMix64", "main-loop-check", "glib-check", "loop-demo"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -41,7 +41,7 @@ if [[ "$mode" == lint ]]; then
     # The library traps through trap(_:) / require(_:_:) (Sources/RunLoopKit/System/Trap.swift): precondition,
     # preconditionFailure and assert print no message in release builds, so a user's trap would not say why.
     if grep -rnE '(^|[^A-Za-z_.])(precondition|preconditionFailure|assert|assertionFailure)\(' \
-        --include='*.swift' Sources/RunLoopKit Sources/RunLoopKitAsyncMain | grep -vE '^[^:]+:[0-9]+:\s*//'; then
+        --include='*.swift' Sources/RunLoopKit Sources/RunLoopKitAsyncMain Sources/RunLoopKitGLib | grep -vE '^[^:]+:[0-9]+:\s*//'; then
         echo "format.sh: use trap(_:) or require(_:_:) in the library, not precondition or assert (see above)" >&2
         exit 1
     fi

@@ -1,4 +1,6 @@
-/// The command line: `loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|all] [--runs N] [--quick]
+import RunLoopKitGLib
+
+/// The command line: `loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|G1|G2|G3|all] [--runs N] [--quick]
 /// [--in-process]`.
 struct Options {
     /// The workloads to run, in order.
@@ -12,8 +14,14 @@ struct Options {
     /// Set by the hidden `--one-run ID`: this process is a child run of that one workload (``OneRun``).
     var oneRun: (any Benchmark.Type)?
 
-    /// Every workload, in id order.
+    /// Every workload, in id order: the GLib ones (G1–G3) only where GLib can be loaded.
     static var allWorkloads: [any Benchmark.Type] {
+        let glibAvailable = (try? GLibFunctions.shared()) != nil
+        return everyWorkload.filter { glibAvailable || !($0 is GLibLatencyBenchmark.Type) }
+    }
+
+    /// Every workload the command line knows, in id order.
+    static var everyWorkload: [any Benchmark.Type] {
         [
             PingPongBenchmark.self,
             PingPongViaLoopThreadBenchmark.self,
@@ -34,11 +42,14 @@ struct Options {
             TimerScalingBenchmark.self,
             CallbackScalingBenchmark.self,
             WakeScalingBenchmark.self,
+            GLibLatencyAloneBenchmark.self,
+            GLibLatencyEmbeddedBenchmark.self,
+            GLibLatencyInvokeBenchmark.self,
         ]
     }
 
     static let usage = """
-        usage: loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|all]... [--runs N] [--quick] [--in-process]
+        usage: loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|G1|G2|G3|all]... [--runs N] [--quick] [--in-process]
           W1 ping-pong, W2 fan-in (W1t, W2t: through LoopThread.perform;
           W2f, W2tf: allocation-free perform(with:) calls), W3 timers, W4 churn (W3c, W4c: with
           one-shot callbacks, Loop.schedule(at:)), W5 wake latency
@@ -48,6 +59,9 @@ struct Options {
           A actor hop (an actor on a loop vs Loop.perform and the default executor),
           S1 pass cost vs 1/100/10,000 registered sources, S2 timer churn vs 1k/10k/100k/1M live timers
           (S2c: one-shot callbacks), S3 wake cost vs 1/10/100/1,000 loops;
+          G1/G2/G3 signal → handler: RunLoopKit alone, inside GLib's main loop, GLib's g_main_context_invoke
+          (they need GLib's runtime library, and all leaves them out without it; scripts/glib-latency.sh
+          alternates them);
           default: all
           --runs N       runs per workload, median reported (default 3)
           --quick        sizes divided by 10, for smoke runs
@@ -92,6 +106,6 @@ struct Options {
 
     /// The workload whose id is `name`, ignoring case.
     private static func workload(named name: String) -> (any Benchmark.Type)? {
-        allWorkloads.first { $0.id.lowercased() == name.lowercased() }
+        everyWorkload.first { $0.id.lowercased() == name.lowercased() }
     }
 }

@@ -37,6 +37,10 @@ let scenarios: [Scenario] = [
     Scenario(
         name: "echo", summary: "a TCP echo server on descriptor sources, with write backpressure",
         run: EchoScenario.run),
+    Scenario(
+        name: "glib",
+        summary: "GLib and @MainActor code sharing the main thread, GLib's main loop or Loop.main running",
+        run: GLibScenario.run),
 ]
 
 @MainActor

@@ -24,13 +24,26 @@ extension Loop {
     /// Moves `timer`'s next fire time, on the loop's thread. A move that arrives after a one-shot timer fired (it is
     /// spent, or spent and re-armed meanwhile but not yet back in its modes) only sets the time.
     func reschedule(_ timer: LoopTimer, at fireTime: Int64) {
-        onLoopThread(with: (timer, fireTime)) { loop, change in
-            let (timer, fireTime) = change
-            guard timer.isValid else { return }
-            loop.unschedule(timer)
+        if isCurrent { return move(timer, to: fireTime) }
+        // The loop's thread exited, or its inbox closed for the teardown (a change queued before that is still
+        // applied): the timer is in no heap, so the new time is kept for the loop it joins next.
+        guard !isTerminated else {
             timer.fireTime = fireTime
-            if timer.isInAnyMode { loop.schedule(timer) }
+            return
         }
+        switch inbox.post(change: { [self] in move(timer, to: fireTime) }) {
+        case .refused: timer.fireTime = fireTime
+        case .queuedFirst: poller.wakeIfSleeping()
+        case .queuedBehind: break
+        }
+    }
+
+    /// ``reschedule(_:at:)``'s work on the loop's thread.
+    private func move(_ timer: LoopTimer, to fireTime: Int64) {
+        guard timer.isValid else { return }
+        unschedule(timer)
+        timer.fireTime = fireTime
+        if timer.isInAnyMode { schedule(timer) }
     }
 
     /// Puts a spent one-shot timer that `setNextFireTime` just revived back in the modes it was in, for `fireTime`, on

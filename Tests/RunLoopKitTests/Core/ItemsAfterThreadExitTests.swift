@@ -43,6 +43,21 @@ import Testing
         for item in [timer.invalidate, source.invalidate, descriptor.invalidate, observer.invalidate] { item() }
     }
 
+    /// A timer moved after its loop's thread exited keeps the new time (the move used to be dropped without a
+    /// word) and fires at it on the loop it joins next.
+    @Test func aTimerMovedAfterItsThreadExitedKeepsTheNewTime() throws {
+        let fired = Counter()
+        let timer = try LoopTimer(after: .seconds(3600)) { _ in fired.increment() }
+        ItemsSupport.onLoopThread { loop in try! loop.add(timer) }
+        let newTime = Loop.Instant.now + .milliseconds(20)
+        timer.setNextFireTime(newTime)
+        #expect(timer.nextFireTime == newTime)
+        let running = ItemsSupport.startRunningLoop()
+        defer { running.finish() }
+        try running.loop.add(timer)
+        #expect(waitUntil { fired.current == 1 })
+    }
+
     @Test func theDeadLoopGoesAwayWithTheItemsThatBelongedToIt() throws {
         weak var deadLoop: Loop?
         do {

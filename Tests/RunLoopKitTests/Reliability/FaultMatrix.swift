@@ -54,6 +54,8 @@ struct FaultCase: Codable, Sendable, CustomTestStringConvertible {
         case childExitReap
         /// A thread's name for a message (a stall report, a misuse trap): open(2) and read(2) of its `comm` file.
         case threadNameLookup
+        /// `SystemdNotifier.notify`: socket(2) and sendto(2) of one datagram to `NOTIFY_SOCKET`.
+        case serviceNotification
     }
 
     /// What the caller must see.
@@ -91,7 +93,8 @@ struct FaultCase: Codable, Sendable, CustomTestStringConvertible {
             EINTR: "EINTR", EAGAIN: "EAGAIN", EBADF: "EBADF", EEXIST: "EEXIST", EINVAL: "EINVAL", ELOOP: "ELOOP",
             ENOMEM: "ENOMEM", ENOSPC: "ENOSPC", EPERM: "EPERM", ENOENT: "ENOENT", EMFILE: "EMFILE", ENFILE: "ENFILE",
             ENODEV: "ENODEV", EFAULT: "EFAULT", ESRCH: "ESRCH", ENOSYS: "ENOSYS", ECHILD: "ECHILD", EACCES: "EACCES",
-            EIO: "EIO",
+            EIO: "EIO", ECONNREFUSED: "ECONNREFUSED", ENOBUFS: "ENOBUFS", EMSGSIZE: "EMSGSIZE",
+            EAFNOSUPPORT: "EAFNOSUPPORT",
         ]
         return names[code] ?? "errno \(code)"
     }
@@ -104,7 +107,24 @@ enum FaultMatrix {
     static let interruptRun = 1_000
 
     static let cases: [FaultCase] =
-        loopCreation + descriptors + wakeUps + waitsAndTimers + signals + children + threadNames
+        loopCreation + descriptors + wakeUps + waitsAndTimers + signals + children + threadNames + notifications
+
+    /// The service manager's socket: every failure is the caller's to see, and the socket is closed either way.
+    static let notifications: [FaultCase] =
+        rows(
+            "socket", .serviceNotification,
+            [
+                (EINTR, .transparent), (EMFILE, .typedError(failed)), (ENFILE, .typedError(failed)),
+                (ENOBUFS, .typedError(failed)), (ENOMEM, .typedError(failed)), (EACCES, .typedError(failed)),
+                (EAFNOSUPPORT, .typedError(failed)),
+            ])
+        + rows(
+            "sendto", .serviceNotification,
+            [
+                (EINTR, .transparent), (ENOENT, .typedError(failed)), (ECONNREFUSED, .typedError(failed)),
+                (EAGAIN, .typedError(failed)), (ENOBUFS, .typedError(failed)), (ENOMEM, .typedError(failed)),
+                (EACCES, .typedError(failed)), (EMSGSIZE, .typedError(failed)),
+            ])
 
     /// A name is only decoration: a message without it is still the message.
     static let threadNames: [FaultCase] =

@@ -26,6 +26,7 @@ enum FaultScenarios {
         case .signalRelayWrite, .signalSourceRead: signalDelivery(fault, &problems)
         case .childExitCreate, .childExitReap: childExit(fault, &problems)
         case .threadNameLookup: threadName(fault, &problems)
+        case .serviceNotification: serviceNotification(fault, &problems)
         }
         let leaked = FaultInjection.openDescriptors.filter { before[$0.key] == nil }
         if !leaked.isEmpty { problems.append("descriptors leaked: \(leaked)") }
@@ -519,6 +520,26 @@ extension FaultScenarios {
         let name = injecting(fault, &problems) { ThreadIdentity.name(of: thread.threadID) }
         let expected = fault.expectation == .transparent ? "fault-name" : nil
         if name != expected { problems.append("the name read was \(String(describing: name))") }
+    }
+
+    /// `READY=1` to a stand-in socket: a typed error, or (retried) the message delivered.
+    fileprivate static func serviceNotification(_ fault: FaultCase, _ problems: inout [String]) {
+        let manager = NotifySocketStandIn()
+        defer { manager.close() }
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": manager.address])
+        let error = injecting(fault, &problems) { () -> LoopError? in
+            do throws(LoopError) {
+                try notifier.ready()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        check(error, fault, &problems)
+        let received = manager.receive(timeout: .milliseconds(error == nil ? 5_000 : 50))
+        if (error == nil) != (received == "READY=1") {
+            problems.append("delivered: \(String(describing: received)), error: \(String(describing: error))")
+        }
     }
 }
 

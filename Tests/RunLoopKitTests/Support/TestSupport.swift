@@ -41,6 +41,17 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Boo
     return condition()
 }
 
+/// ``waitUntil(timeout:_:)`` for async tests: suspends between looks instead of blocking, so the cooperative pool
+/// (two threads on a 2-CPU machine) stays free to run the tasks the condition waits for.
+func awaitCondition(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return condition()
+}
+
 /// A started thread that can be joined.
 final class TestThread: @unchecked Sendable {
     private var thread: pthread_t

@@ -1,0 +1,124 @@
+import CRunLoopKitGLib
+import RunLoopKit
+import Synchronization
+
+/// A loop running inside a GLib main context: a `GSource` of GLib's whose dispatch runs one pass of the loop. Made by
+/// ``RunLoopKit/Loop/attachToGLib(context:mode:priority:)``.
+///
+/// The source polls the loop's ``RunLoopKit/Loop/pollDescriptor`` (`g_source_add_unix_fd`, `G_IO_IN`), which is
+/// readable whenever the loop has something to do: another thread signalled a source, posted a block or main-queue
+/// work, a timer is due (the loop's timerfd is in that set), a watched descriptor is ready. GLib then dispatches the
+/// source, which calls ``RunLoopKit/Loop/runPass(in:)``. When a pass answers that more work is ready already, the
+/// source's `prepare` says "ready, timeout 0" for the next iteration instead of waiting for the descriptor; it says
+/// so too whenever the loop does not count as asleep (the descriptor then says nothing): for the very first
+/// iteration, so work sent before GLib's loop started is served at once, and after anyone else ran the loop. There is
+/// no timer and no polling: an idle loop costs GLib nothing but one descriptor in its poll set.
+///
+/// The attachment lasts until ``invalidate()``, whether or not this handle is kept.
+///
+/// Threading: ``invalidate()`` and ``isValid`` are safe from any thread. The context must be iterated on the loop's
+/// thread (a dispatch elsewhere traps, naming both threads).
+public final class GLibAttachment: @unchecked Sendable {
+    // Unchecked Sendable: `source` is an immutable pointer to a GSource, whose functions are thread-safe; the rest is
+    // immutable or atomic.
+
+    /// The loop that runs inside GLib.
+    public let loop: Loop
+    /// The mode each pass runs.
+    public let mode: Loop.Mode
+
+    private let glib: GLibFunctions
+    /// The GSource, with a reference of this object's own until ``invalidate()``.
+    private let source: UnsafeMutableRawPointer
+    private let valid = Atomic<Bool>(true)
+    /// Whether the last pass answered that more work is ready already. Written by the source's `dispatch` and read by
+    /// its `prepare`, both on the context's thread; atomic (relaxed) so that a context iterated on the wrong thread
+    /// reaches the trap in `dispatch` rather than a data race.
+    private let passDue = Atomic<Bool>(false)
+
+    init(loop: Loop, context: OpaquePointer?, mode: Loop.Mode, priority: Int32, glib: GLibFunctions) {
+        self.loop = loop
+        self.mode = mode
+        self.glib = glib
+        let size = UInt32(MemoryLayout<RLKGBridgeSource>.size)
+        source = glib.sourceNew(attachmentSourceFuncs, size)!
+        // The source holds this object until GLib finalizes it (`finalize` releases it).
+        source.storeBytes(
+            of: Unmanaged.passRetained(self).toOpaque(), toByteOffset: bridgeOffset, as: UnsafeMutableRawPointer.self)
+        _ = glib.sourceAddUnixFD(source, loop.pollDescriptor, UInt32(GLibPollSet.input))
+        glib.sourceSetPriority(source, priority)
+        // A handler may run a nested GLib main loop (a modal dialog): the loop keeps running inside it, as a nested
+        // run of the loop would (CF's rule: main-queue work does not drain again inside main-queue work).
+        glib.sourceSetCanRecurse(source, 1)
+        glib.sourceSetName(source, "RunLoopKit loop")
+        let target = glib.referencedContext(context)
+        _ = glib.sourceAttach(source, target)
+        glib.mainContextUnref(target)
+    }
+
+    /// Whether the loop still runs inside the context. Safe from any thread.
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// Takes the loop out of the context for good (`g_source_destroy`). Safe from any thread; later calls do nothing.
+    ///
+    /// On the context's thread no pass starts after it returns. From another thread, a pass GLib has already begun
+    /// to dispatch finishes; none starts after that.
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        glib.sourceDestroy(source)
+        glib.sourceUnref(source)  // The source is not touched again: `valid` is false.
+    }
+
+    /// The attachment a GSource made by ``init(loop:context:mode:priority:glib:)`` belongs to.
+    fileprivate static func of(_ source: UnsafeMutableRawPointer?) -> GLibAttachment {
+        let bridge = source!.load(fromByteOffset: bridgeOffset, as: UnsafeMutableRawPointer.self)
+        return Unmanaged<GLibAttachment>.fromOpaque(bridge).takeUnretainedValue()
+    }
+
+    /// Whether GLib's next iteration must run a pass without waiting for the descriptor: the last pass said more
+    /// work is ready, or the loop does not count as asleep. Other threads wake the loop through its descriptor only
+    /// while it counts as asleep, which a pass leaves it, and which a run of the loop by anyone else (a GLib callback
+    /// that runs it for a while, say) ends: a pass then makes the descriptor trustworthy again. Before the first pass
+    /// the loop does not count as asleep either, so GLib's first iteration runs one. From the source's `prepare`.
+    fileprivate var isPassDue: Bool { passDue.load(ordering: .relaxed) || !loop.isWaiting }
+
+    /// One pass, from the source's `dispatch`; answers whether the source stays.
+    fileprivate func dispatch() -> Bool {
+        guard isValid else { return false }
+        require(
+            loop.isCurrent,
+            "RunLoopKitGLib: the GMainContext a loop is attached to is iterated on another thread than the loop's own "
+                + "(\(loop)); attach the loop of the thread that runs the GLib main loop")
+        passDue.store(loop.runPass(in: mode), ordering: .relaxed)
+        return true
+    }
+}
+
+/// Where ``RLKGBridgeSource/bridge`` sits in the source.
+private let bridgeOffset = MemoryLayout<RLKGBridgeSource>.offset(of: \.bridge)!
+
+/// The functions of the attachment's source type, shared by every attachment and never freed (GLib keeps a pointer
+/// to them in each source).
+nonisolated(unsafe) private let attachmentSourceFuncs: UnsafeMutablePointer<RLKGSourceFuncs> = {
+    // Unsafe: written once here, then only read, by GLib.
+    let funcs = UnsafeMutablePointer<RLKGSourceFuncs>.allocate(capacity: 1)
+    funcs.initialize(
+        to: RLKGSourceFuncs(
+            prepare: { source, timeout in
+                // Ready at once (timeout 0) while a pass is due; otherwise no timeout of ours: the descriptor wakes GLib.
+                let due = GLibAttachment.of(source).isPassDue
+                timeout?.pointee = due ? 0 : -1
+                return due ? 1 : 0
+            },
+            check: nil,  // GLib then calls the source ready when its descriptor polled readable.
+            dispatch: { source, _, _ in
+                GLibAttachment.of(source).dispatch() ? 1 : 0
+            },
+            finalize: { source in
+                let bridge = source!.load(fromByteOffset: bridgeOffset, as: UnsafeMutableRawPointer.self)
+                Unmanaged<GLibAttachment>.fromOpaque(bridge).release()
+            },
+            reservedClosureCallback: nil,
+            reservedClosureMarshal: nil))
+    return funcs
+}()

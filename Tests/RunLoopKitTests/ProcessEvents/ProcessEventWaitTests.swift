@@ -1,0 +1,77 @@
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+
+/// The `async` forms of the process-event sources: `await` a child's exit, `for try await` a signal's deliveries;
+/// cancelling the task removes the item.
+@Suite struct ProcessEventWaitTests {
+    @Test func awaitingAChildsExitAnswersHowItEnded() async throws {
+        let running = ItemsSupport.startRunningLoop()
+        defer { running.finish() }
+        let exited = try await running.loop.waitForExit(of: ChildProcess.exiting(with: 3))
+        #expect(exited == .exited(code: 3))
+        let sleeper = ChildProcess.sleeping()
+        let waiting = Task { try await running.loop.waitForExit(of: sleeper) }
+        kill(sleeper, SIGKILL)
+        #expect(try await waiting.value == .signalled(signal: SIGKILL, coreDumped: false))
+        #expect(ChildProcess.isReaped(sleeper))
+    }
+
+    @Test func cancellingTheWaitRemovesTheSource() async throws {
+        let running = ItemsSupport.startRunningLoop(timeout: .seconds(120))
+        defer { running.finish() }
+        let sleeper = ChildProcess.sleeping()
+        defer { ChildProcess.killAndReap(sleeper) }
+        let before = running.loop.itemCounts(in: .default).descriptorSources
+        let waiting = Task { try await running.loop.waitForExit(of: sleeper) }
+        // The pidfd's source joins the loop once the task runs. A generous deadline: in the full suite, other tests'
+        // blocking waits can hold both cooperative threads of a 2-CPU machine for seconds before the task starts.
+        let joined = await awaitCondition(timeout: .seconds(60)) {
+            running.loop.itemCounts(in: .default).descriptorSources == before + 1
+        }
+        #expect(joined, "the wait's source never joined: \(running.loop.itemCounts(in: .default))")
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(await awaitCondition { running.loop.itemCounts(in: .default).descriptorSources == before })
+    }
+
+    @Test func waitingForANonChildThrows() async {
+        let running = ItemsSupport.startRunningLoop()
+        defer { running.finish() }
+        await #expect(throws: LoopError.self) { try await running.loop.waitForExit(of: 1) }
+    }
+
+    /// Signals are process-wide: each scenario runs in an exit-test child.
+    @Test func everyDeliveryArrivesAndCancellationRemovesTheSource() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            let running = SignalSupport.startLoop(unblocking: [SIGUSR2])
+            let counted = Counter()
+            let consumer = Task {
+                for try await count in running.loop.signals(SIGUSR2) {
+                    for _ in 0..<count { counted.increment() }
+                }
+            }
+            SignalSupport.check(
+                await awaitCondition { running.loop.itemCounts(in: .default).descriptorSources >= 1 },
+                "the source was never added"
+            )
+            for sent in 1...3 {
+                SignalSupport.sendToSelf(SIGUSR2)
+                SignalSupport.check(await awaitCondition { counted.current == sent }, "delivery \(sent) never arrived")
+            }
+            let sourcesWhileWatching = running.loop.itemCounts(in: .default).descriptorSources
+            consumer.cancel()
+            _ = await consumer.result
+            SignalSupport.check(
+                await awaitCondition {
+                    running.loop.itemCounts(in: .default).descriptorSources == sourcesWhileWatching - 1
+                },
+                "the signal source outlived the cancelled iteration")
+            running.finish()
+            print("verdict: ok")
+            exit(0)
+        }
+        #expect(SignalSupport.output(result).contains("verdict: ok"))
+    }
+}

@@ -1,0 +1,136 @@
+import Glibc
+import Synchronization
+import Testing
+
+@testable import RunLoopKit
+
+/// A stand-in for systemd's notify socket: a Unix datagram socket bound to a fresh path or abstract name.
+final class NotifySocketStandIn: @unchecked Sendable {  // Unchecked: the descriptor is read by one thread at a time.
+    private static let serial = Atomic<Int>(0)
+    let descriptor: CInt
+    /// What `NOTIFY_SOCKET` should say: `/tmp/…` or `@…`.
+    let address: String
+
+    init(abstract: Bool = false) {
+        let name = "runloopkit-notify-\(getpid())-\(Self.serial.add(1, ordering: .relaxed).newValue)"
+        address = abstract ? "@\(name)" : "/tmp/\(name).sock"
+        if !abstract { unlink(address) }
+        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        precondition(descriptor >= 0)
+        var socketAddress = sockaddr_un()
+        socketAddress.sun_family = sa_family_t(AF_UNIX)
+        var bytes = Array(address.utf8)
+        if abstract { bytes[0] = 0 }
+        withUnsafeMutableBytes(of: &socketAddress.sun_path) { $0.copyBytes(from: bytes) }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (abstract ? 0 : 1))
+        let bound = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+        }
+        precondition(bound == 0, "bind: errno \(errno)")
+    }
+
+    /// The next datagram, or `nil` when none came within `timeout`.
+    func receive(timeout: Duration = .seconds(10)) -> String? {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(
+            timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        guard poll(&entry, 1, milliseconds) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(descriptor, &buffer, buffer.count, 0)
+        return count >= 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+    }
+
+    func close() {
+        Glibc.close(descriptor)
+        if !address.hasPrefix("@") { unlink(address) }
+    }
+}
+
+/// The notify protocol against a real datagram socket standing in for systemd, and the watchdog's keep-alives from
+/// a loop's passes.
+@Suite struct SystemdNotifierTests {
+    @Test(arguments: [false, true])
+    func messagesReachAPathOrAnAbstractSocket(abstract: Bool) throws {
+        let manager = NotifySocketStandIn(abstract: abstract)
+        defer { manager.close() }
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": manager.address])
+        #expect(notifier.isEnabled)
+        #expect(try notifier.ready(status: "Serving"))
+        #expect(manager.receive() == "READY=1\nSTATUS=Serving")
+        try notifier.stopping()
+        #expect(manager.receive() == "STOPPING=1")
+        try notifier.mainProcess(4242)
+        #expect(manager.receive() == "MAINPID=4242")
+        try notifier.reloading()
+        let reloading = manager.receive() ?? ""
+        #expect(reloading.hasPrefix("RELOADING=1\nMONOTONIC_USEC="))
+        let microseconds = Int64(reloading.split(separator: "=").last ?? "") ?? 0
+        let now = MonotonicClock.now() / 1_000
+        #expect(microseconds > 0 && microseconds <= now && now - microseconds < 10_000_000)
+    }
+
+    @Test func withoutNotifySocketNothingIsSent() throws {
+        let notifier = SystemdNotifier(environment: [:])
+        #expect(!notifier.isEnabled)
+        #expect(try notifier.ready() == false)
+        #expect(try SystemdWatchdog.start(environment: [:]) == nil)
+    }
+
+    @Test func badAddressesAndMessagesThrowTypedErrors() {
+        let cases: [(String, [String], LoopError.Code)] = [
+            ("relative/path", ["READY=1"], .invalidArgument),
+            ("vsock:2:1234", ["READY=1"], .invalidArgument),
+            ("/" + String(repeating: "x", count: 200), ["READY=1"], .invalidArgument),
+            ("/tmp/runloopkit-nobody-listens-\(getpid()).sock", ["READY=1"], .systemCallFailed),
+            ("/tmp/x.sock", [], .invalidArgument),
+            ("/tmp/x.sock", ["READY=1\nSTOPPING=1"], .invalidArgument),
+            ("/tmp/x.sock", ["=1"], .invalidArgument),
+            ("/tmp/x.sock", ["READY"], .invalidArgument),
+        ]
+        for (address, assignments, code) in cases {
+            do throws(LoopError) {
+                try SystemdNotifier(environment: ["NOTIFY_SOCKET": address]).notify(assignments)
+                Issue.record("\(address) \(assignments): no error")
+            } catch {
+                #expect(error.code == code, "\(address) \(assignments): \(error)")
+            }
+        }
+    }
+
+    /// `WATCHDOG_USEC=200000`: a keep-alive at once, then one every 100 ms from the loop's passes; none while a
+    /// handler stalls the loop for 600 ms, and no burst after it (missed fire times are skipped).
+    @Test func theWatchdogFollowsTheLoopsPassesAndFallsSilentWhileItStalls() throws {
+        let manager = NotifySocketStandIn()
+        defer { manager.close() }
+        let environment = ["NOTIFY_SOCKET": manager.address, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": "\(getpid())"]
+        let running = ItemsSupport.startRunningLoop()
+        defer { running.finish() }
+        let watchdog = try #require(try SystemdWatchdog.start(on: running.loop, environment: environment))
+        #expect(watchdog.interval == .milliseconds(100))
+        var arrivals: [ContinuousClock.Instant] = []
+        for _ in 0..<4 {
+            #expect(manager.receive(timeout: .seconds(5)) == "WATCHDOG=1")
+            arrivals.append(.now)
+        }
+        running.loop.perform { usleep(600_000) }  // The stall the watchdog exists to catch.
+        var gaps: [Duration] = []
+        for _ in 0..<4 {
+            #expect(manager.receive(timeout: .seconds(5)) == "WATCHDOG=1")
+            gaps.append(.now - arrivals.last!)
+            arrivals.append(.now)
+        }
+        watchdog.stop()
+        let longest = gaps.max() ?? .zero
+        #expect(longest >= .milliseconds(450), "no silence during the 600 ms stall: gaps \(gaps)")
+        // After the stall: one keep-alive, then the 100 ms rhythm again, not a burst for the missed ones.
+        #expect(gaps.filter { $0 < .milliseconds(30) }.count <= 1, "a burst after the stall: gaps \(gaps)")
+        #expect(watchdog.lastError == nil)
+    }
+
+    @Test func aWatchdogForAnotherProcessOrABadIntervalIsRefused() throws {
+        #expect(try SystemdWatchdog.start(environment: ["WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"]) == nil)
+        #expect(throws: LoopError.self) {
+            try SystemdWatchdog.start(environment: ["WATCHDOG_USEC": "soon"])
+        }
+    }
+}
