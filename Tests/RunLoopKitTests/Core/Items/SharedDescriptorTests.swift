@@ -433,6 +433,31 @@ import Testing
         #expect(calls.all == ["entries 3", "first", "second", "entries 2"])
     }
 
+    /// A source registered by an add whose change the loop never applied (its thread exited between the add's
+    /// registration and its change, which the closed inbox dropped; made here by registering without the change)
+    /// is registered afresh by the next loop it joins, and works there. (It used to stay marked registered and go
+    /// silently dead.)
+    @Test func aSourceWhoseAddTheDeadLoopNeverAppliedWorksInItsNextLoop() {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let calls = Counter()
+        let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            calls.increment()
+            pipe.drain()
+        }
+        ItemsSupport.onLoopThread { loop in
+            #expect(source.bind(to: loop))
+            try! loop.register(source)  // The add's first half; its change never reaches the loop.
+        }
+        ItemsSupport.onLoopThread { loop in
+            try! loop.add(source)
+            pipe.write()
+            ItemsSupport.run(loop, timeout: .seconds(5)) { calls.current > 0 }
+            source.invalidate()
+        }
+        #expect(calls.current == 1)
+    }
+
     /// A descriptor in the loop's epoll set that no source of the loop registered (here put there by hand; in
     /// life, one of the loop's own descriptors) cannot be shared: `add` throws `descriptorAlreadyRegistered`.
     @Test func aDescriptorInTheSetThroughNoSourceThrowsAlreadyRegistered() {
