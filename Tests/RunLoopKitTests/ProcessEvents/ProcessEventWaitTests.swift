@@ -7,7 +7,9 @@ import Testing
 /// cancelling the task removes the item.
 @Suite struct ProcessEventWaitTests {
     @Test func awaitingAChildsExitAnswersHowItEnded() async throws {
-        let running = ItemsSupport.startRunningLoop()
+        // A generous run time: under a sanitizer, in the full suite, the awaiting task can start 20 s late (the
+        // default would let the loop's thread exit first: `loopTerminated`, seen once under ThreadSanitizer).
+        let running = ItemsSupport.startRunningLoop(timeout: .seconds(120))
         defer { running.finish() }
         let exited = try await running.loop.waitForExit(of: ChildProcess.exiting(with: 3))
         #expect(exited == .exited(code: 3))
