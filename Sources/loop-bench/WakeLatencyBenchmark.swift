@@ -73,14 +73,7 @@ final class WakeLatencyBenchmark: Benchmark {
         let wall = Clock.monotonic() - wallStart
         let cpu = Clock.processCPU() - cpuStart
         let sorted = Array(samples.latency).sorted()
-        return [
-            Metric(
-                "p50", unit: "µs", key: "p50_us", value: Double(Percentile.nearestRank(50, of: sorted)) / 1e3,
-                decimals: 1),
-            Metric(
-                "p99", unit: "µs", key: "p99_us", value: Double(Percentile.nearestRank(99, of: sorted)) / 1e3,
-                decimals: 1),
-            Metric("cpu", unit: "%", key: "cpu_pct", value: Double(cpu) / Double(wall) * 100, decimals: 1),
+        return Metric.latencyFigures(sorted: sorted, cpuNanoseconds: cpu, wallNanoseconds: wall) + [
             Metric(
                 "samecpu", unit: "%", key: "samecpu_pct",
                 value: Double(samples.sameCPU) / Double(count) * 100, decimals: 1),
