@@ -6,10 +6,11 @@ import Testing
 
 @testable import RunLoopKitGLib
 
-/// Timers keep their rates through the bridge, both ways: a 10 ms RunLoopKit timer at 100 ticks a second, and a
-/// 10 ms GLib timeout at the rate GLib reaches on its own with another 10 ms timeout in its set (below 100: GLib
-/// re-arms a timeout from its dispatch time and rounds its poll timeout up to whole milliseconds). All three run side
-/// by side, on threads of their own, over the same two seconds.
+/// Timers keep their rates through the bridge, both ways: a 10 ms RunLoopKit timer at 98 ticks a second or more, and
+/// a 10 ms GLib timeout at the rate GLib reaches on its own with another 10 ms timer in its poll set (below 100: GLib
+/// re-arms a timeout from its dispatch time and rounds its poll timeout up to whole milliseconds). Each is measured side
+/// by side with its reference, on threads of their own over the same two seconds: a loop alone with the same timer, and
+/// GLib alone. On a machine so loaded that the loop alone misses 98 too, the bridge's loops must keep up with it.
 @Suite(.enabled(if: GLibTesting.isAvailable, "GLib is not installed"), .timeLimit(.minutes(2)))
 struct GLibRateTests {
     @Test func tenMillisecondTimersKeepTheirRatesInBothDirections() throws {
@@ -53,7 +54,10 @@ struct GLibRateTests {
                 return true
             }
         }
-        let counters = [glibAlone, attachedLoop, attachedGLib, drivenLoop, drivenGLib]
+        let loopAlone = Counter()
+        let aloneTimer = try Self.tenMillisecondTimer(loopAlone)
+        let alone = ItemsSupport.startRunningLoop(timeout: .seconds(60)) { loop in try! loop.add(aloneTimer) }
+        let counters = [glibAlone, attachedLoop, attachedGLib, drivenLoop, drivenGLib, loopAlone]
         #expect(waitUntil { counters.allSatisfy { $0.current > 0 } })
 
         // Up to three 2-second windows: a window the shared machine starved (every rate falls, the reference's
@@ -68,21 +72,28 @@ struct GLibRateTests {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let rates = zip(before, after).map { Double($1 - $0) / seconds }
             let figures =
-                "GLib alone \(rates[0]); attached: loop timer \(rates[1]), GLib timeout \(rates[2]); "
-                + "driven: loop timer \(rates[3]), GLib timeout \(rates[4]) (ticks per second over \(seconds) s)"
+                "loop alone \(rates[5]), GLib alone \(rates[0]); attached: loop timer \(rates[1]), GLib timeout "
+                + "\(rates[2]); driven: loop timer \(rates[3]), GLib timeout \(rates[4]) (ticks per second over "
+                + "\(seconds) s)"
             TestFigures.report("[glib] \(figures)")
-            let kept = rates[1] >= 98 && rates[3] >= 98 && rates[2] >= rates[0] * 0.97 && rates[4] >= rates[0] * 0.97
+            // One tick in a 2 s window is 0.5 a second: a window's edges may cut one off.
+            let loopFloor = min(98, rates[5] - 1)
+            let kept =
+                rates[1] >= loopFloor && rates[3] >= loopFloor && rates[2] >= rates[0] * 0.97
+                && rates[4] >= rates[0] * 0.97
             windows.append((figures, kept))
             if kept { break }
         }
         let allWindows = windows.map(\.figures).joined(separator: "\n")
-        #expect(
-            windows.last!.kept,
-            "no window kept the rates (loop timers >= 98/s, GLib timeouts >= 97% of GLib alone's):\n\(allWindows)")
+        let rule =
+            "loop timers >= 98/s, or the loop alone's rate when it misses that too; GLib timeouts >= 97% of GLib alone's"
+        #expect(windows.last!.kept, "no window kept the rates (\(rule)):\n\(allWindows)")
 
         host.stop()
         driving.stop()
         reference.stop()
+        alone.finish()
+        aloneTimer.invalidate()
         attachedTimer.invalidate()
         drivenTimer.invalidate()
     }
