@@ -49,6 +49,7 @@ package struct GLibFunctions: @unchecked Sendable {
     package let mainContextNew: RLKGContextFunction
     package let mainContextIteration: RLKGContextIterationFunction
     package let mainContextInvokeFull: RLKGContextInvokeFunction
+    package let mainContextSetPollFunc: RLKGContextSetPollFunction
     package let sourceSetCallback: RLKGSourceSetCallbackFunction
     package let timeoutSourceNew: RLKGSourceNewUIntFunction
     package let idleSourceNew: RLKGSourceNewVoidFunction
@@ -91,6 +92,7 @@ package struct GLibFunctions: @unchecked Sendable {
         mainContextNew = try symbols.resolve("g_main_context_new")
         mainContextIteration = try symbols.resolve("g_main_context_iteration")
         mainContextInvokeFull = try symbols.resolve("g_main_context_invoke_full")
+        mainContextSetPollFunc = try symbols.resolve("g_main_context_set_poll_func")
         sourceSetCallback = try symbols.resolve("g_source_set_callback")
         timeoutSourceNew = try symbols.resolve("g_timeout_source_new")
         idleSourceNew = try symbols.resolve("g_idle_source_new")

@@ -17,8 +17,11 @@ import Synchronization
 ///
 /// A signal coalesces with one not yet performed (a source is performed once per signalled state), so the handler
 /// of G1 and G2 takes every sample sent since its last call, each with its own stamp. Metrics as W5's: `p50`, `p99`,
-/// `cpu` (process CPU time ÷ wall time) and `behind`. scripts/glib-latency.sh runs the three alternately, each run in
-/// a fresh process, and prints medians over the runs.
+/// `cpu` (process CPU time ÷ wall time) and `behind`; and `in_p50`, `in_p99`: from the return of the target's wait
+/// (`epoll_wait` for G1, read by an `afterWaiting` observer; GLib's `poll` for G2 and G3, through a poll function
+/// set with `g_main_context_set_poll_func`) to the handler, the user-space part of the latency, which the wake-up
+/// itself (a VM's cross-CPU wake-up costs 3 to 10 µs from run to run) does not blur. scripts/glib-latency.sh runs the
+/// three alternately, each run in a fresh process, and prints medians over the runs.
 enum GLibLatency {
     /// What the target thread runs, and how the sender reaches it.
     enum Way {
@@ -34,6 +37,10 @@ enum GLibLatency {
         // the main thread reads them after `done` and the sender's join.
         let stamps: UnsafeMutableBufferPointer<Int64>
         let latency: UnsafeMutableBufferPointer<Int64>
+        /// From the return of the target's wait to the handler, per sample.
+        let inside: UnsafeMutableBufferPointer<Int64>
+        /// When the target's wait last returned; written and read on the target's thread.
+        var wokeAt: Int64 = 0
         let sent = Atomic<Int>(0)
         var received = 0
         var behind = 0
@@ -44,11 +51,14 @@ enum GLibLatency {
             stamps.initialize(repeating: 0)
             latency = .allocate(capacity: count)
             latency.initialize(repeating: 0)
+            inside = .allocate(capacity: count)
+            inside.initialize(repeating: 0)
         }
 
         func deallocate() {
             stamps.deallocate()
             latency.deallocate()
+            inside.deallocate()
         }
 
         /// On the target's thread: takes every sample sent so far.
@@ -57,6 +67,7 @@ enum GLibLatency {
             let sent = self.sent.load(ordering: .acquiring)
             while received < sent {
                 latency[received] = now - stamps[received]
+                inside[received] = now - wokeAt
                 received += 1
             }
             if received == latency.count { done.increment() }
@@ -64,7 +75,9 @@ enum GLibLatency {
 
         /// On the target's thread: sample `index` arrived on its own (G3).
         func take(_ index: Int) {
-            latency[index] = Clock.monotonic() - stamps[index]
+            let now = Clock.monotonic()
+            latency[index] = now - stamps[index]
+            inside[index] = now - wokeAt
             received += 1
             if received == latency.count { done.increment() }
         }
@@ -125,11 +138,14 @@ enum GLibLatency {
             switch way {
             case .alone:
                 let source = LoopSource { samples.takeSent() }
+                let woke = LoopObserver(activities: .afterWaiting) { _ in samples.wokeAt = Clock.monotonic() }
                 let host = LoopHost()
                 let loop = host.loop
                 try! loop.add(source)  // From this thread: applied before the host loop's next pass.
+                try! loop.add(woke)
                 stopTarget = {
                     source.invalidate()
+                    woke.invalidate()
                     host.shutDown()
                 }
                 return { index in
@@ -139,6 +155,7 @@ enum GLibLatency {
             case .embedded:
                 let source = LoopSource { samples.takeSent() }
                 let (context, mainLoop) = Self.newMainLoop(glib)
+                Self.timeWaits(of: context, samples, glib)
                 target = BenchThread {
                     let loop = Loop.current
                     try! loop.add(source)
@@ -156,13 +173,13 @@ enum GLibLatency {
                 }
             case .glibInvoke:
                 let (context, mainLoop) = Self.newMainLoop(glib)
+                Self.timeWaits(of: context, samples, glib)
                 target = BenchThread {
                     ready.increment()
                     glib.mainLoopRun(mainLoop.raw)
                 }
                 ready.wait()
                 stopTarget = { Self.quit(mainLoop, of: context, glib) }
-                _ = invokeSamples.storeIfNil(samples)
                 return { index in
                     glib.mainContextInvokeFull(
                         context.raw, 0, takeInvoked, UnsafeMutableRawPointer(bitPattern: index + 1), nil)
@@ -182,8 +199,15 @@ enum GLibLatency {
             let wall = Clock.monotonic() - wallStart
             let cpu = Clock.processCPU() - cpuStart
             let sorted = Array(samples.latency).sorted()
+            let inside = Array(samples.inside).sorted()
             return Metric.latencyFigures(sorted: sorted, cpuNanoseconds: cpu, wallNanoseconds: wall) + [
-                Metric("behind", unit: "sends", key: "behind", value: Double(samples.behind), decimals: 0)
+                Metric(
+                    "in_p50", unit: "µs", key: "in_p50_us",
+                    value: Double(Percentile.nearestRank(50, of: inside)) / 1e3, decimals: 2),
+                Metric(
+                    "in_p99", unit: "µs", key: "in_p99_us",
+                    value: Double(Percentile.nearestRank(99, of: inside)) / 1e3, decimals: 2),
+                Metric("behind", unit: "sends", key: "behind", value: Double(samples.behind), decimals: 0),
             ]
         }
 
@@ -193,6 +217,12 @@ enum GLibLatency {
             stopTarget?()
             target?.join()
             samples.deallocate()
+        }
+
+        /// Makes `context` wait with ``timedPoll``, which notes in `samples` when each wait returns.
+        private static func timeWaits(of context: GLibPointer, _ samples: Samples, _ glib: GLibFunctions) {
+            _ = currentSamples.storeIfNil(samples)
+            glib.mainContextSetPollFunc(context.raw, timedPoll)
         }
 
         /// A new context and a GLib main loop on it.
@@ -215,14 +245,21 @@ struct GLibPointer: @unchecked Sendable {
     var pointer: OpaquePointer { OpaquePointer(raw) }
 }
 
-/// G3's samples, for ``takeInvoked``, which GLib calls with nothing but the sample's index: set before the sender
-/// starts, read by the target's thread.
-private let invokeSamples = AtomicLazyReference<GLibLatency.Samples>()
+/// The run's samples, for the C callbacks below, which GLib calls with nothing but a pointer: set once per process
+/// (each run is a fresh process) before the target's thread starts.
+private let currentSamples = AtomicLazyReference<GLibLatency.Samples>()
 
 /// G3's callback on the target's thread: sample `index + 1` (GLib's user data) arrived.
 private let takeInvoked: RLKGSourceFunc = { data in
-    invokeSamples.load()!.take(Int(bitPattern: data) - 1)
+    currentSamples.load()!.take(Int(bitPattern: data) - 1)
     return 0
+}
+
+/// GLib's wait for G2 and G3: `poll(2)`, as GLib's own, noting when it returned.
+private let timedPoll: RLKGPollFunc = { records, count, timeout in
+    let ready = records!.withMemoryRebound(to: pollfd.self, capacity: Int(count)) { poll($0, nfds_t(count), timeout) }
+    currentSamples.load()?.wokeAt = Clock.monotonic()
+    return ready
 }
 
 /// Quits the GLib main loop given as user data.

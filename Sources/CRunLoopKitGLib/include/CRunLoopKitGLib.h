@@ -84,6 +84,9 @@ typedef RLKGBoolean (*RLKGContextCheckFunction)(                      // g_main_
 typedef RLKGBoolean (*RLKGContextIterationFunction)(void *context, RLKGBoolean mayBlock);  // g_main_context_iteration
 typedef void (*RLKGContextInvokeFunction)(                            // g_main_context_invoke_full
     void *context, int priority, RLKGSourceFunc function, void *userData, RLKGDestroyNotify notify);
+/// GLib's GPollFunc: what a context calls to wait, poll(2)'s signature with GPollFD records.
+typedef int (*RLKGPollFunc)(RLKGPollFD *fds, unsigned int count, int timeout);
+typedef void (*RLKGContextSetPollFunction)(void *context, RLKGPollFunc function);  // g_main_context_set_poll_func
 
 typedef void *(*RLKGSourceNewFunction)(RLKGSourceFuncs *funcs, unsigned int structSize);  // g_source_new
 typedef void *(*RLKGSourceAddUnixFDFunction)(void *source, int fd, unsigned int events);  // g_source_add_unix_fd
