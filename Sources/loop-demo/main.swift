@@ -38,6 +38,10 @@ let scenarios: [Scenario] = [
         name: "echo", summary: "a TCP echo server on descriptor sources, with write backpressure",
         run: EchoScenario.run),
     Scenario(
+        name: "daemon",
+        summary: "a TCP service with systemd readiness, watchdog, SIGUSR1 figures and graceful shutdown on SIGTERM",
+        run: DaemonScenario.run),
+    Scenario(
         name: "glib",
         summary: "GLib and @MainActor code sharing the main thread, GLib's main loop or Loop.main running",
         run: GLibScenario.run),
