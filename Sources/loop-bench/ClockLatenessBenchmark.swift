@@ -60,7 +60,9 @@ final class ClockLatenessBenchmark: Benchmark {
     }
 
     /// Sleeps `count` times for 1 ms on `clock`; answers each sleep's lateness in nanoseconds.
-    private static func lateness<C: _Concurrency.Clock>(_ count: Int, tolerance: Duration?, clock: C) async throws
+    private static func lateness<C: _Concurrency.Clock>(
+        _ count: Int, tolerance: Duration?, clock: C
+    ) async throws
         -> [Int64]
     where C.Duration == Duration {
         var samples: [Int64] = []
