@@ -42,6 +42,10 @@ extension Loop {
                 if source.isInAnyMode && source.signalled.load(ordering: .acquiring) { queueSignalled(source) }
                 continue
             }
+            if let limiter = source.activeRateLimiter, !rateLimitAdmits(limiter) {
+                pauseForRateLimit(.source(source), limiter)  // Still signalled, out of the queue until it ends.
+                continue
+            }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
             source.performHandler(source)
             performed = true

@@ -173,6 +173,11 @@ extension Loop {
             timerTable.parked.append(timer)
             return
         }
+        if let limiter = timer.activeRateLimiter, !rateLimitAdmits(limiter) {
+            timer.state = .idle  // Out of the heap until the pause ends: the firings due meanwhile become one.
+            pauseForRateLimit(.timer(timer), limiter)
+            return
+        }
         timer.state = .firing
         timer.handler(timer)
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
@@ -252,7 +257,9 @@ extension Loop {
     /// Scheduled callbacks keep runs of their mode going: they count in its keep-alive count (or, for the common
     /// modes, in ``commonCallbackCount``).
     private func countCallback(inMode modeID: Int32, by delta: Int) {
-        if modeID == CallbackTimers.commonModeID {
+        if modeID == CallbackTimers.anyModeID {
+            return  // The loop's own: keeps nothing alive.
+        } else if modeID == CallbackTimers.commonModeID {
             timerTable.commonCallbackCount += delta
         } else {
             modeTable.list[Int(modeID)].adjustKeepAliveCount(by: delta)
@@ -261,6 +268,7 @@ extension Loop {
 
     /// Whether the callback of mode `modeID` may fire in a run of `state`.
     func callbackRuns(modeID: Int32, in state: ModeState) -> Bool {
-        modeID == CallbackTimers.commonModeID ? state.isCommon : modeID == Int32(state.id)
+        guard modeID < 0 else { return modeID == Int32(state.id) }
+        return modeID == CallbackTimers.anyModeID || state.isCommon
     }
 }

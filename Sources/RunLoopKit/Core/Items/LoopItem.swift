@@ -38,6 +38,11 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
     let keepsRunAliveRequested = Atomic<Bool>(true)
     /// The value its modes' keep-alive counts reflect. Loop thread only.
     final var countsTowardKeepAlive = true
+    /// The item's rate limit (``RateLimiter``), made the first time its limit or limit handler is set.
+    let rateLimiterBox = AtomicLazyReference<RateLimiter>()
+    /// That limiter while a limit applies, else `nil`: what a pass checks before a handler call (one load and a
+    /// branch for an item without a limit). Loop thread only.
+    @exclusivity(unchecked) final var activeRateLimiter: RateLimiter? = nil
 
     init() {}
 
