@@ -1,6 +1,6 @@
 /// Rate limits (``RateLimit``): a custom source, descriptor source or timer whose handler would be called more than
 /// its burst within its interval is paused until the interval's window ends (sd-event's ratelimited state). The
-/// pass checks an item's ``LoopItem/activeRateLimiter`` before each handler call (one load and a branch for an item
+/// pass checks an item's ``LoopItem/appliedRateLimiter`` before each handler call (one load and a branch for an item
 /// without a limit); the rest, here, runs only when a limit is set, a pause begins or a pause ends.
 ///
 /// A pause is ended by a one-shot callback of the loop's own table, scheduled for every mode
@@ -10,32 +10,71 @@ extension Loop {
     /// ends a pause at once. Loop thread only.
     func applyRateLimit(_ item: AnyItem) {
         let base = item.base
-        guard let limiter = base.rateLimiterBox.load() else { return }
+        guard let limiter = base.existingRateLimiter else { return }
         guard let limit = limiter.settings.withLock({ $0.limit }) else {
-            base.activeRateLimiter = nil
+            base.appliedRateLimiter = nil
             if limiter.isPaused { endRateLimitPause(of: item, limiter, cancellingCallback: true) }
             limiter.callsInWindow = 0
             return
         }
         limiter.intervalNanoseconds = limit.interval.saturatingNanoseconds
         limiter.burst = limit.burst
-        base.activeRateLimiter = limiter
+        base.appliedRateLimiter = .passUnretained(limiter)
     }
 
     /// What an item joining a mode of this loop needs of its rate limit: the limit set before it was added (or from
     /// another thread, not applied yet), and no pause left over from a loop whose thread exited. Loop thread only.
     func adoptRateLimit(_ item: AnyItem) {
-        guard let limiter = item.base.rateLimiterBox.load() else { return }
+        guard let limiter = item.base.existingRateLimiter else { return }
         if limiter.isPaused, limiter.pausedBy != ObjectIdentifier(self) {
             limiter.endPause()  // That loop's table, with the callback that would have ended it, is gone.
         }
         applyRateLimit(item)
     }
 
-    /// Whether `limiter` lets its item's handler be called now, counting the call if so. Loop thread only.
-    @inline(__always)
-    func rateLimitAdmits(_ limiter: RateLimiter) -> Bool {
-        limiter.admitsCall(at: MonotonicClock.now())
+    /// Whether the rate limit of a source about to be performed holds it back: counts the perform if not, else pauses
+    /// the source, which stays signalled (and out of the queue) until the pause ends. Only for a source with a limit
+    /// (the pass checks ``LoopItem/appliedRateLimiter`` first, so a source without one pays a load and a branch). Loop
+    /// thread only.
+    @inline(never)
+    func rateLimitHoldsBack(_ borrowed: Unmanaged<LoopSource>) -> Bool {
+        let source = borrowed.takeUnretainedValue()
+        guard let limiter = source.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
+            return false
+        }
+        pauseForRateLimit(.source(source), limiter)
+        return true
+    }
+
+    /// Whether the rate limit of a timer about to fire holds it back: counts the firing if not, else pauses the timer,
+    /// out of the heap (idle) until the pause ends, when it fires once for every firing due meanwhile. Only for a
+    /// timer with a limit. Loop thread only.
+    @inline(never)
+    func rateLimitHoldsBack(_ timer: LoopTimer) -> Bool {
+        guard let limiter = timer.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
+            return false
+        }
+        timer.state = .idle
+        pauseForRateLimit(.timer(timer), limiter)
+        return true
+    }
+
+    /// Whether the rate limit of a descriptor source about to be told `events` holds it back: counts the call if not,
+    /// else pauses the source (what it watches leaves the epoll set) and, if no other source of its registration in
+    /// `state` watches what was reported, parks the registration, so that level-triggered readiness cannot wake the
+    /// loop again and again meanwhile. Only for a source with a limit. Loop thread only.
+    @inline(never)
+    func rateLimitHoldsBack(
+        _ source: FileDescriptorSource, _ events: FileDescriptorSource.Events, in state: ModeState
+    ) -> Bool {
+        guard let limiter = source.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
+            return false
+        }
+        pauseForRateLimit(.descriptor(source), limiter)
+        guard let watch = source.watch, isRegistered(watch) else { return true }
+        let claimed = watch.claimed(inModeID: state.id)
+        if !claimed.isSuperset(of: events.intersection(.watchable)) { park(watch, claimed: claimed) }
+        return true
     }
 
     /// Pauses `item` until its limiter's window ends, unless it is paused already: a descriptor source's events
@@ -52,25 +91,11 @@ extension Loop {
         limiter.resumeCallback = timerTable.callbacks.insert(
             fireTime: end, latestFireTime: end, sequence: sequence, modeID: CallbackTimers.anyModeID, remoteID: 0
         ) { [unowned self] in
-            guard let limiter = carried.item.base.rateLimiterBox.load(), limiter.isPaused else { return }
+            guard let limiter = carried.item.base.existingRateLimiter, limiter.isPaused else { return }
             endRateLimitPause(of: carried.item, limiter, cancellingCallback: false)
         }
         if case .descriptor(let source) = item, let watch = source.watch { refresh(watch) }
         tellRateLimitHandler(of: item, limiter, isLimited: true)
-    }
-
-    /// A descriptor source's report held back by its rate limit (``pauseForRateLimit(_:_:)`` took what it watches
-    /// out of the epoll set): if no other source of its registration in `state` watches what was reported, the
-    /// registration is parked, so that level-triggered readiness cannot wake the loop again and again meanwhile.
-    /// Loop thread only.
-    func holdBack(
-        _ source: FileDescriptorSource, _ limiter: RateLimiter, _ events: FileDescriptorSource.Events,
-        in state: ModeState
-    ) {
-        pauseForRateLimit(.descriptor(source), limiter)
-        guard let watch = source.watch, isRegistered(watch) else { return }
-        let claimed = watch.claimed(inModeID: state.id)
-        if !claimed.isSuperset(of: events.intersection(.watchable)) { park(watch, claimed: claimed) }
     }
 
     /// Ends `item`'s pause: a new window opens at its next handler call, and what it kept is handled (a signalled
@@ -104,7 +129,7 @@ extension Loop {
     /// Ends the pause of an item being invalidated, silently: its callback is cancelled and nothing is handled.
     /// Loop thread only.
     func dropRateLimitPause(of item: AnyItem) {
-        guard let limiter = item.base.rateLimiterBox.load(), limiter.isPaused else { return }
+        guard let limiter = item.base.existingRateLimiter, limiter.isPaused else { return }
         endRateLimitPause(of: item, limiter, cancellingCallback: true)
     }
 

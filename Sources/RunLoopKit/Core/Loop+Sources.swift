@@ -42,10 +42,8 @@ extension Loop {
                 if source.isInAnyMode && source.signalled.load(ordering: .acquiring) { queueSignalled(source) }
                 continue
             }
-            if let limiter = source.activeRateLimiter, !rateLimitAdmits(limiter) {
-                pauseForRateLimit(.source(source), limiter)  // Still signalled, out of the queue until it ends.
-                continue
-            }
+            // Borrowed (`due` holds it): a strong argument would cost every perform a retain, limit or not.
+            if source.appliedRateLimiter != nil && rateLimitHoldsBack(.passUnretained(source)) { continue }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
             source.performHandler(source)
             performed = true

@@ -173,11 +173,7 @@ extension Loop {
             timerTable.parked.append(timer)
             return
         }
-        if let limiter = timer.activeRateLimiter, !rateLimitAdmits(limiter) {
-            timer.state = .idle  // Out of the heap until the pause ends: the firings due meanwhile become one.
-            pauseForRateLimit(.timer(timer), limiter)
-            return
-        }
+        if timer.appliedRateLimiter != nil && rateLimitHoldsBack(timer) { return }
         timer.state = .firing
         timer.handler(timer)
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.

@@ -1,26 +1,20 @@
 /// Rate limits of custom sources, descriptor sources and timers (``RateLimit``): the public properties of each, and
 /// what they share. The loop's side (counting, pausing, resuming) is in Loop+RateLimits.swift.
 extension LoopItem {
-    /// The item's limiter, made on first use. Any thread.
-    final var rateLimiter: RateLimiter {
-        if let limiter = rateLimiterBox.load() { return limiter }
-        return rateLimiterBox.storeIfNil(RateLimiter())
-    }
-
     /// The limit last set, `nil` for none. Any thread.
     final var requestedRateLimit: RateLimit? {
-        rateLimiterBox.load()?.settings.withLock { $0.limit }
+        existingRateLimiter?.settings.withLock { $0.limit }
     }
 
     /// Whether the item is paused by its rate limit now. Any thread; the answer may be stale at once.
     final var isPausedByRateLimit: Bool {
-        rateLimiterBox.load()?.isLimited.load(ordering: .acquiring) ?? false
+        existingRateLimiter?.isLimited.load(ordering: .acquiring) ?? false
     }
 
     /// Records `limit` as the item's rate limit; its owner, if any, applies it on its thread (an item not added yet
     /// gets it when it joins a mode). Any thread.
     final func requestRateLimit(_ limit: RateLimit?, for item: AnyItem) {
-        guard limit != nil || rateLimiterBox.load() != nil else { return }  // No limit, and never had one.
+        guard limit != nil || existingRateLimiter != nil else { return }  // No limit, and never had one.
         let changed = rateLimiter.settings.withLock { settings in
             defer { settings.limit = limit }
             return settings.limit != limit
@@ -31,13 +25,13 @@ extension LoopItem {
 
     /// Stores the typed handler told when a pause begins and ends. Any thread.
     final func storeRateLimitHandler(_ handler: (any Sendable)?) {
-        guard handler != nil || rateLimiterBox.load() != nil else { return }
+        guard handler != nil || existingRateLimiter != nil else { return }
         rateLimiter.settings.withLock { $0.handler = handler }
     }
 
     /// The typed handler last stored. Any thread.
     final var storedRateLimitHandler: (any Sendable)? {
-        rateLimiterBox.load()?.settings.withLock { $0.handler }
+        existingRateLimiter?.settings.withLock { $0.handler }
     }
 }
 
