@@ -452,4 +452,37 @@ import Testing
         #expect(otherCalls.current >= 1)
         #expect(passes.current <= 20)  // Parked: the descriptor no longer woke the default mode's run.
     }
+
+    @Test func itemsPausedWhenTheirThreadExitedWorkInTheLoopTheyJoinNext() throws {
+        let performs = Counter()
+        let handled = Counter()
+        let pipe = Pipe()
+        defer { pipe.close() }
+        pipe.write()
+        let limit = try RateLimit(burst: 1, per: .seconds(60))
+        let source = LoopSource { performs.increment() }
+        source.rateLimit = limit
+        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in handled.increment() }
+        descriptor.rateLimit = limit
+        ItemsSupport.onLoopThread { loop in
+            try! loop.add(source)
+            try! loop.add(descriptor)
+            source.signal()
+            ItemsSupport.run(loop) { performs.current == 1 && descriptor.isRateLimited }
+            source.signal()
+            ItemsSupport.run(loop) { source.isRateLimited }
+        }
+        // That loop is gone, with the callbacks that would have ended the pauses: the next loop starts afresh,
+        // by the same limit (a new window), and performs the signal kept through the pause.
+        #expect(performs.current == 1 && handled.current == 1)
+        let running = ItemsSupport.startRunningLoop()
+        try running.loop.add(source)
+        try running.loop.add(descriptor)
+        #expect(waitUntil { performs.current == 2 && handled.current == 2 })
+        #expect(waitUntil { descriptor.isRateLimited })  // The descriptor is still readable: its new window is full.
+        #expect(!waitUntil(timeout: .milliseconds(100)) { performs.current > 2 || handled.current > 2 })
+        source.invalidate()
+        descriptor.invalidate()
+        running.finish()
+    }
 }
