@@ -42,20 +42,20 @@ extension Loop {
         guard let limiter = source.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
             return false
         }
-        pauseForRateLimit(.source(source), limiter)
+        if pause(.source(source), limiter) { tellRateLimitHandler(of: .source(source), limiter, isLimited: true) }
         return true
     }
 
     /// Whether the rate limit of a timer about to fire holds it back: counts the firing if not, else pauses the timer,
-    /// out of the heap (idle) until the pause ends, when it fires once for every firing due meanwhile. Only for a
-    /// timer with a limit. Loop thread only.
+    /// out of the heap (idle) until the pause ends, when it fires once in place of all the firings due meanwhile. Only
+    /// for a timer with a limit. Loop thread only.
     @inline(never)
     func rateLimitHoldsBack(_ timer: LoopTimer) -> Bool {
         guard let limiter = timer.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
             return false
         }
         timer.state = .idle
-        pauseForRateLimit(.timer(timer), limiter)
+        if pause(.timer(timer), limiter) { tellRateLimitHandler(of: .timer(timer), limiter, isLimited: true) }
         return true
     }
 
@@ -70,18 +70,22 @@ extension Loop {
         guard let limiter = source.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
             return false
         }
-        pauseForRateLimit(.descriptor(source), limiter)
-        guard let watch = source.watch, isRegistered(watch) else { return true }
-        let claimed = watch.claimed(inModeID: state.id)
-        if !claimed.isSuperset(of: events.intersection(.watchable)) { park(watch, claimed: claimed) }
+        let pausedNow = pause(.descriptor(source), limiter)
+        // Also when paused already: another source of the registration claimed the report for it this time.
+        if let watch = source.watch, isRegistered(watch) {
+            let claimed = watch.claimed(inModeID: state.id)
+            if !claimed.isSuperset(of: events.intersection(.watchable)) { park(watch, claimed: claimed) }
+        }
+        if pausedNow { tellRateLimitHandler(of: .descriptor(source), limiter, isLimited: true) }
         return true
     }
 
-    /// Pauses `item` until its limiter's window ends, unless it is paused already: a descriptor source's events
-    /// leave the epoll set, and the item's rate-limit handler is told. The caller keeps what the item was to handle
-    /// (a custom source stays signalled; a timer waits, idle, for the end of the pause). Loop thread only.
-    func pauseForRateLimit(_ item: AnyItem, _ limiter: RateLimiter) {
-        guard !limiter.isPaused else { return }
+    /// Pauses `item` until its limiter's window ends, unless it is paused already; answers whether it paused it now
+    /// (the caller then tells the item's rate-limit handler, once the pass's state is settled). A descriptor source's
+    /// events leave the epoll set. The caller keeps what the item was to handle (a custom source stays signalled; a
+    /// timer waits, idle, for the end of the pause). Loop thread only.
+    private func pause(_ item: AnyItem, _ limiter: RateLimiter) -> Bool {
+        guard !limiter.isPaused else { return false }
         limiter.isPaused = true
         limiter.pausedBy = ObjectIdentifier(self)
         limiter.isLimited.store(true, ordering: .releasing)
@@ -95,7 +99,7 @@ extension Loop {
             endRateLimitPause(of: carried.item, limiter, cancellingCallback: false)
         }
         if case .descriptor(let source) = item, let watch = source.watch { refresh(watch) }
-        tellRateLimitHandler(of: item, limiter, isLimited: true)
+        return true
     }
 
     /// Ends `item`'s pause: a new window opens at its next handler call, and what it kept is handled (a signalled

@@ -52,7 +52,7 @@ struct CallbackTimers {
     /// The mode id of a callback scheduled in ``Loop/Mode/common``: it fires in whichever common mode runs.
     static let commonModeID: Int32 = -1
     /// The mode id of the loop's own callbacks that fire in whichever mode runs and keep no run alive (the end of a
-    /// rate limit's pause, ``Loop/pauseForRateLimit(_:_:)``).
+    /// rate limit's pause, Loop+RateLimits.swift).
     static let anyModeID: Int32 = -2
 
     private var heap: [Entry] = []
