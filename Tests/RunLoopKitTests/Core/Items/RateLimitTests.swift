@@ -59,8 +59,9 @@ import Testing
         // At most 10 calls per window of 100 ms, and a window opens at the first call after the last one ended.
         #expect(floodCalls.current >= 10)
         #expect(Double(floodCalls.current) <= 10 * (seconds / 0.1 + 1))
-        // A 10 ms timer over a second or more: at least a third of its ticks even on a loaded machine.
-        #expect(Double(ticks.current) >= seconds * 100 / 3)
+        // A 10 ms timer over a second or more: at least a fifth of its ticks even on a loaded machine (alone, it
+        // ticks 100 times a second here, flood or not).
+        #expect(Double(ticks.current) >= seconds * 100 / 5)
         // The loop sleeps between windows instead of spinning: a pass per tick, per window and per wake-up, not
         // the hundreds of thousands an always-ready descriptor would cause.
         #expect(Double(passes.current) <= seconds * 1_000)
@@ -323,8 +324,9 @@ import Testing
 
         source.rateLimit = nil  // From another thread, a minute before the window ends.
         timer.rateLimit = nil
-        #expect(waitUntil(timeout: ItemsSupport.slack) { performs.current == 2 })
-        #expect(waitUntil(timeout: ItemsSupport.slack) { fires.current >= 5 })
+        // At once: within seconds (a loaded machine's scheduling), where the pause had a minute to go.
+        #expect(waitUntil(timeout: .seconds(3)) { performs.current == 2 })
+        #expect(waitUntil(timeout: .seconds(3)) { fires.current >= 5 })
         #expect(!source.isRateLimited && !timer.isRateLimited)
         #expect(changes.all == [true, false])
         // No limit any more: every signal is performed.
