@@ -32,7 +32,8 @@ let scenarios: [Scenario] = [
         run: CommitScenario.run),
     Scenario(
         name: "concurrency",
-        summary: "DispatchQueue.main, a @MainActor call and an actor on a LoopThread, with the thread each ran on",
+        summary:
+            "DispatchQueue.main, @MainActor, an actor and a task executor preference on a LoopThread, a loop clock",
         run: ConcurrencyScenario.run),
     Scenario(
         name: "echo", summary: "a TCP echo server on descriptor sources, with write backpressure",
