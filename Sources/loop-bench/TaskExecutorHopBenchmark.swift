@@ -11,7 +11,8 @@ import RunLoopKit
 /// - `global`: the same function called with no preference: it runs on the global executor, no hop at all (the
 ///   floor of the call itself).
 /// - `fanin_loop_actor` / `fanin_default_actor`: 16 tasks call one actor 10,000 times each (N/10 with `--quick`),
-///   the actor on the thread's loop vs on the default executor; calls per second.
+///   the actor on the thread's loop vs on the default executor; calls per second. `LOOP_BENCH_T_FANIN_ONLY=1` runs
+///   the loop actor's fan-in alone (for strace and perf).
 final class TaskExecutorHopBenchmark: Benchmark {
     static let id = "T"
     static let title = "task executor hop"
@@ -32,6 +33,15 @@ final class TaskExecutorHopBenchmark: Benchmark {
         let loop = thread.loop
         let calls = self.calls
         let warmUp = max(calls / 10, 100)
+        let perTask = calls / 10
+        if getenv("LOOP_BENCH_T_FANIN_ONLY") != nil {  // For strace and perf: the fan-in alone.
+            let elapsed = try Self.measure { await Self.fanIn(HopTarget(loop: loop), tasks: 16, callsEach: perTask) }
+            return [
+                Metric(
+                    "fanin_loop_actor", unit: "calls/s", key: "fanin_loop_actor_calls_s",
+                    value: Double(16 * perTask) / Double(elapsed) * 1e9, decimals: 0)
+            ]
+        }
 
         let preferred = try Self.measure {
             for _ in 0..<warmUp { _ = await withTaskExecutorPreference(loop) { await work(1) } }
@@ -58,7 +68,6 @@ final class TaskExecutorHopBenchmark: Benchmark {
             for index in 0..<calls { _ = await work(index) }
             return Clock.monotonic() - begin
         }
-        let perTask = calls / 10
         let fanInLoop = try Self.measure { await Self.fanIn(HopTarget(loop: loop), tasks: 16, callsEach: perTask) }
         let fanInDefault = try Self.measure { await Self.fanIn(DefaultHopTarget(), tasks: 16, callsEach: perTask) }
 

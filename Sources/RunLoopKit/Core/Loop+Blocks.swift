@@ -201,14 +201,14 @@ extension Loop {
             block.closure()
         case .job(let queued):
             runStack.isRunningJob = true
-            // As its serial executor and its task executor at once: an actor's job, and a job of a task that prefers
-            // this executor (nonisolated async code), then both know they are home, and neither hops to get there.
-            if let executor = queued.executor {
-                queued.job.runSynchronously(
-                    isolatedTo: executor.asUnownedSerialExecutor(), taskExecutor: executor.asUnownedTaskExecutor())
+            let serial = queued.executor?.asUnownedSerialExecutor() ?? asUnownedSerialExecutor()
+            if queued.runsAsTask {
+                // A task that prefers this executor: it runs with the executor as its serial executor too, so a call
+                // to an actor on the same executor goes in without a hop.
+                let task = queued.executor?.asUnownedTaskExecutor() ?? asUnownedTaskExecutor()
+                queued.job.runSynchronously(isolatedTo: serial, taskExecutor: task)
             } else {
-                queued.job.runSynchronously(
-                    isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+                queued.job.runSynchronously(on: serial)
             }
             runStack.isRunningJob = false
         case .call(let call):

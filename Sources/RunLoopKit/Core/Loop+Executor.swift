@@ -18,7 +18,7 @@ extension Loop: SerialExecutor {
     /// ``LoopThread``, alive while its actors are used). So does a job enqueued, in the child of a `fork()`, on a
     /// loop created before the fork. Use ``executor(in:)`` to choose other modes.
     public func enqueue(_ job: consuming ExecutorJob) {
-        enqueueJob(UnownedJob(job), in: .commonModes, on: nil)
+        enqueueJob(UnownedJob(job), in: .commonModes, on: nil, asTask: false)
     }
 
     /// The loop as an actor's executor: return it from the actor's `unownedExecutor`. Safe from any thread.
@@ -45,10 +45,11 @@ extension Loop: SerialExecutor {
 
 extension Loop {
     /// Queues `job` as a block for `modes`, to run on `executor` (a ``LoopExecutor`` of this loop, or `nil` for the
-    /// loop itself); traps if the loop's thread has exited. Any thread.
+    /// loop itself), as a task executor's job (`asTask`) or an actor's; traps if the loop's thread has exited. Any
+    /// thread.
     @inline(__always)
-    func enqueueJob(_ job: UnownedJob, in modes: BlockModes, on executor: LoopExecutor?) {
-        let block = PendingBlock(modes: modes, job: QueuedJob(job: job, executor: executor))
+    func enqueueJob(_ job: UnownedJob, in modes: BlockModes, on executor: LoopExecutor?, asTask: Bool) {
+        let block = PendingBlock(modes: modes, job: QueuedJob(job: job, executor: executor, runsAsTask: asTask))
         if isCurrent {
             blocks.append(block, pool: inbox.segments)
             return

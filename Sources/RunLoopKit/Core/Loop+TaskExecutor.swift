@@ -14,7 +14,7 @@
 extension Loop: TaskExecutor {
     /// The loop as a task executor, for the runtime. Safe from any thread; does not retain the loop.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
-        UnownedTaskExecutor(ordinary: self)
+        UnownedTaskExecutor(ordinary: taskJobs)
     }
 }
 
@@ -24,6 +24,6 @@ extension LoopExecutor: TaskExecutor {
     /// The executor as a task executor, for the runtime. Safe from any thread; does not retain it: keep the executor
     /// (for example in a stored property) while tasks prefer it.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
-        UnownedTaskExecutor(ordinary: self)
+        UnownedTaskExecutor(ordinary: taskJobs)
     }
 }

@@ -4,7 +4,10 @@
 // - nio_actor: the actor's executor is a NIO event loop (`eventLoop.executor`, a `SelectableEventLoop`, which
 //   queues the job without a closure);
 // - nio_execute: the same round trip by hand: a continuation resumed by a closure run with `eventLoop.execute`;
-// - nio_loop_to_loop: an actor on event loop A calls an actor on event loop B.
+// - nio_loop_to_loop: an actor on event loop A calls an actor on event loop B;
+// - nio_submit: `try await loop.submit { }.get()`, a closure run on the event loop and its result awaited (the
+//   analogue of loop-bench T's `thread_run`; NIO has no task executor, the analogue of T's `preferred`);
+// - nio_fanin: 16 tasks call one actor on an event loop N/10 times each (loop-bench T's `fanin_loop_actor`).
 // Prints one "A-nio <key> <value>" line per figure, like loop-bench's machine-readable lines.
 import Glibc
 import NIOCore
@@ -88,9 +91,28 @@ let caller = Caller(executor: loopA.executor, callee: Counter(executor: loopB.ex
 _ = await caller.call(times: warmUp)
 let loopToLoopElapsed = await caller.call(times: calls)
 
+for _ in 0..<warmUp { _ = try await loopB.submit { 1 &* 31 &+ 7 }.get() }
+begin = DispatchTimeLike.now()
+for index in 0..<calls { _ = try await loopB.submit { index &* 31 &+ 7 }.get() }
+let submitElapsed = DispatchTimeLike.now() - begin
+
+let fanInTarget = Counter(executor: loopB.executor)
+let perTask = calls / 10
+begin = DispatchTimeLike.now()
+await withTaskGroup(of: Void.self) { tasks in
+    for _ in 0..<16 {
+        tasks.addTask {
+            for _ in 0..<perTask { _ = await fanInTarget.bump() }
+        }
+    }
+}
+let fanInElapsed = DispatchTimeLike.now() - begin
+
 try await group.shutdownGracefully()
 
 func ns(_ elapsed: UInt64) -> Int { Int(Double(elapsed) / Double(calls)) }
 print("A-nio nio_actor_ns \(ns(actorElapsed))")
 print("A-nio nio_execute_ns \(ns(executeElapsed))")
 print("A-nio nio_loop_to_loop_ns \(ns(loopToLoopElapsed))")
+print("A-nio nio_submit_ns \(ns(submitElapsed))")
+print("A-nio nio_fanin_calls_s \(Int(Double(16 * perTask) / Double(fanInElapsed) * 1e9))")
