@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds and runs scripts/clock-check: swift-async-algorithms' `debounce` on a loop's `LoopClock`, in a package of
+# its own (RunLoopKit keeps no dependencies). Prints the debounced values and PASS, or FAIL and exits 1.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/clock-check"
+if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+swift build >&2
+"$(swift build --show-bin-path)/clock-check"
