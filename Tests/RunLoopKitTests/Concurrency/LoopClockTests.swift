@@ -21,7 +21,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(30), clock: clock)
         let elapsed = start.duration(to: clock.now)
         #expect(elapsed >= .milliseconds(30))
-        #expect(elapsed < .seconds(10))
+        #expect(elapsed < .seconds(300))  // Only "it ended": a suite that starves the machine delays it.
         let loopWoke = firedOnLoop.load(ordering: .relaxed)
         #expect(loopWoke, "the loop never woke up: its timer did not end the sleep")
         #expect(worker.loop.itemCounts(in: .default).timers == 0, "the sleep's timer stays in the loop")
@@ -36,7 +36,7 @@ import Testing
         defer { worker.stop() }
         let measured = try await pause(worker.loop.clock, for: .milliseconds(20))
         #expect(measured >= .milliseconds(20))
-        #expect(measured < .seconds(10))
+        #expect(measured < .seconds(300))
     }
 
     @Test func instantsFollowTheInstantProtocol() {
@@ -80,7 +80,7 @@ import Testing
         let start = ContinuousClock.now
         sleeper.cancel()
         await #expect(throws: CancellationError.self) { try await sleeper.value }
-        #expect(ContinuousClock.now - start < .seconds(10))
+        #expect(ContinuousClock.now - start < .seconds(300))
         #expect(await awaitCondition { loop.itemCounts(in: .default).timers == 0 })
     }
 
