@@ -13,8 +13,8 @@ import Testing
     private func record(
         _ changes: FileChangeSource.Changes = .all,
         timeout: Duration = .seconds(10),
-        until done: @escaping @Sendable ([RecordedChange]) -> Bool,
-        _ body: @escaping @Sendable (TemporaryDirectory) -> Void
+        making body: @escaping @Sendable (TemporaryDirectory) -> Void,
+        until done: @escaping @Sendable ([RecordedChange]) -> Bool
     ) -> [RecordedChange] {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -35,13 +35,15 @@ import Testing
     }
 
     @Test func eachChangeInADirectoryArrivesWithItsNameAndKindOnTheLoopThread() {
-        let records = record(until: { $0.contains { $0.kind == .created && $0.name == "sub" } }) { directory in
-            directory.write("a")
-            chmod(directory.path("a"), 0o600)
-            rename(directory.path("a"), directory.path("b"))
-            unlink(directory.path("b"))
-            mkdir(directory.path("sub"), 0o755)
-        }
+        let records = record(
+            making: { directory in
+                directory.write("a")
+                chmod(directory.path("a"), 0o600)
+                rename(directory.path("a"), directory.path("b"))
+                unlink(directory.path("b"))
+                mkdir(directory.path("sub"), 0o755)
+            },
+            until: { $0.contains { $0.kind == .created && $0.name == "sub" } })
         let seen = records.map { "\($0)" }
         #expect(
             seen == [
@@ -55,11 +57,14 @@ import Testing
     }
 
     @Test func onlyTheChosenChangesAreReported() {
-        let records = record(.created, until: { $0.contains { $0.name == "last" } }) { directory in
-            directory.write("a")
-            unlink(directory.path("a"))
-            directory.write("last")
-        }
+        let records = record(
+            .created,
+            making: { directory in
+                directory.write("a")
+                unlink(directory.path("a"))
+                directory.write("last")
+            },
+            until: { $0.contains { $0.name == "last" } })
         #expect(records.map { "\($0)" } == ["created a", "created last"])
     }
 
@@ -103,12 +108,15 @@ import Testing
     @Test func aQueueOverflowIsReportedAfterTheChangesThatFit() throws {
         let limitText = try String(contentsOfProcFile: "/proc/sys/fs/inotify/max_queued_events")
         let limit = try #require(Int(limitText))
-        let records = record(.attributes, timeout: .seconds(60), until: { $0.last?.kind == .overflow }) { directory in
-            directory.write("one")
-            directory.write("two")
-            // Alternating names: the kernel merges a change identical to the last one queued.
-            for index in 0..<(limit + 100) { chmod(directory.path(index % 2 == 0 ? "one" : "two"), 0o600) }
-        }
+        let records = record(
+            .attributes, timeout: .seconds(60),
+            making: { directory in
+                directory.write("one")
+                directory.write("two")
+                // Alternating names: the kernel merges a change identical to the last one queued.
+                for index in 0..<(limit + 100) { chmod(directory.path(index % 2 == 0 ? "one" : "two"), 0o600) }
+            },
+            until: { $0.last?.kind == .overflow })
         #expect(records.last?.kind == .overflow)
         #expect(records.filter { $0.kind == .overflow }.count == 1)
         #expect(records.dropLast().allSatisfy { $0.kind == .attributesChanged })

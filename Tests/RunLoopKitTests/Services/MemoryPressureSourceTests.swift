@@ -1,0 +1,173 @@
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+
+/// Memory-pressure sources: triggers parsed and checked, the pressure file found, a trigger armed on this machine's
+/// kernel and its source added and invalidated, the file going away (a cgroup removed), the averages, and the
+/// refusals as typed errors. Whether pressure itself fires a source is not tested: inducing memory stalls would
+/// harm a shared machine (see FSWATCH-HANDOFF.md).
+@Suite struct MemoryPressureSourceTests {
+    private func code(_ body: () throws -> Void) -> LoopError.Code? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return (error as? LoopError)?.code
+        }
+    }
+
+    @Test func triggersAreParsedInTheKernelsFormOrWithUnits() throws {
+        let kernel = try MemoryPressureTrigger(parsing: "some 150000 2000000")
+        let units = try MemoryPressureTrigger(parsing: "some 150ms 2s")
+        #expect(kernel == units)
+        #expect(kernel.stall == .some && kernel.threshold == .milliseconds(150) && kernel.window == .seconds(2))
+        #expect(kernel.description == "some 150000 2000000")
+        let full = try MemoryPressureTrigger(.full, threshold: .microseconds(50), window: .milliseconds(500))
+        #expect(full.description == "full 50 500000" && !full.isAllowedUnprivileged)
+        #expect(try MemoryPressureTrigger(parsing: "full 1s 10s").isAllowedUnprivileged)
+    }
+
+    @Test func triggersTheKernelWouldRefuseAreInvalidArguments() {
+        for text in [
+            "", "some", "most 150ms 2s", "some 150ms", "some 150ms 2s extra", "some x 2s", "some 150ms 2h",
+            "some 0 2s", "some 3s 2s", "some 150ms 400ms", "some 150ms 11s", "some -1 2s",
+        ] {
+            #expect(code { _ = try MemoryPressureTrigger(parsing: text) } == .invalidArgument, "\(text)")
+        }
+        #expect(
+            code { _ = try MemoryPressureTrigger(.some, threshold: .nanoseconds(1500), window: .seconds(2)) }
+                == .invalidArgument)
+    }
+
+    @Test func thePressureFileIsTheCgroupsWhenItHasOne() {
+        let membership = "12:memory:/legacy\n0::/system.slice/my.service\n"
+        #expect(MemoryPressureFile.unifiedGroup(in: membership) == "/system.slice/my.service")
+        #expect(MemoryPressureFile.unifiedGroup(in: "0::/gone (deleted)\n") == nil)
+        #expect(MemoryPressureFile.unifiedGroup(in: "4:memory:/x\n") == nil)
+        let hybrid = """
+            35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+            41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw
+            """
+        #expect(MemoryPressureFile.cgroup2Mount(in: hybrid)?.point == "/sys/fs/cgroup/unified")
+        let escaped = "41 31 0:38 /base /mnt/cgroup\\040two rw - cgroup2 cgroup2 rw"
+        #expect(MemoryPressureFile.cgroup2Mount(in: escaped)?.point == "/mnt/cgroup two")
+        #expect(MemoryPressureFile.cgroup2Mount(in: escaped)?.root == "/base")
+        #expect(MemoryPressureFile.cgroup2Mount(in: "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw") == nil)
+
+        // This machine: the preferred file is the cgroup's when it exists, else the system's.
+        let cgroup = MemoryPressureFile.cgroupPath()
+        let preferred = MemoryPressureFile.preferredPath()
+        if let cgroup, access(cgroup, F_OK) == 0 {
+            #expect(preferred == cgroup)
+        } else {
+            #expect(preferred == (access("/proc/pressure/memory", F_OK) == 0 ? "/proc/pressure/memory" : nil))
+        }
+        TestFigures.report("[psi] cgroup file \(cgroup ?? "none"), preferred \(preferred ?? "none (no PSI)")")
+    }
+
+    @Test func theAveragesAreRead() throws {
+        let sample = """
+            some avg10=1.50 avg60=0.25 avg300=0.00 total=123456
+            full avg10=0.00 avg60=0.00 avg300=0.00 total=789
+            """
+        let parsed = try #require(MemoryPressureAverages(parsing: sample))
+        #expect(
+            parsed.some.average10 == 1.5 && parsed.some.average60 == 0.25 && parsed.some.total == .microseconds(123456))
+        #expect(parsed.full.total == .microseconds(789))
+        #expect(MemoryPressureAverages(parsing: "some avg10=x") == nil)
+        #expect(code { _ = try MemoryPressureAverages.read(from: "/proc/pressure/nothing-here") } == .unsupported)
+        guard MemoryPressureFile.preferredPath() != nil else { return }
+        let averages = try MemoryPressureAverages.read()
+        #expect(averages.some.average10 >= 0 && averages.some.average10 <= 100)
+        #expect(averages.some.total >= averages.full.total)
+    }
+
+    @Test func aMissingPressureFileIsUnsupported() {
+        let trigger = try! MemoryPressureTrigger(parsing: "some 150ms 2s")
+        let thrown = Box<LoopError>()
+        do {
+            _ = try MemoryPressureSource(trigger: trigger, path: "/proc/pressure/nothing-here") { _, _ in }
+        } catch {
+            thrown.value = error
+        }
+        #expect(thrown.value?.code == .unsupported && thrown.value?.errno == ENOENT)
+        #expect(thrown.value?.message.contains("/proc/pressure/nothing-here") == true)
+    }
+
+    /// On this machine's kernel: a trigger with a 2 s window is armed (any process may, from Linux 6.4 on), its
+    /// source added, registered in the loop and invalidated, which closes the pressure file.
+    @Test func aTriggerIsArmedAddedAndInvalidated() throws {
+        guard let path = MemoryPressureFile.preferredPath() else {
+            #expect(code { _ = try MemoryPressureSource.defaultPath() } == .unsupported)
+            return
+        }
+        let before = FaultInjection.openDescriptors.values.filter { $0 == "open" }.count
+        let trigger = try MemoryPressureTrigger(parsing: "some 150ms 2s")
+        let source = try MemoryPressureSource(trigger: trigger) { _, _ in }
+        #expect(source.path == path && source.isValid)
+        let running = ItemsSupport.startRunningLoop()
+        try running.loop.add(source)
+        #expect(waitUntil { running.loop.contains(source) })
+        #expect(FaultInjection.openDescriptors.values.filter { $0 == "open" }.count >= before + 1)
+        source.invalidate()
+        #expect(!source.isValid && !running.loop.contains(source))
+        #expect(code { try running.loop.add(source) } == .invalidated)
+        running.finish()
+        TestFigures.report("[psi] armed \"\(trigger)\" on \(path)")
+    }
+
+    /// A window that is not a multiple of 2 s: armed with `CAP_SYS_RESOURCE`, refused as `permissionDenied`
+    /// without it (this machine's root lacks it when run in a container).
+    @Test func aShortWindowNeedsTheCapability() throws {
+        guard MemoryPressureFile.preferredPath() != nil else { return }
+        let trigger = try MemoryPressureTrigger(parsing: "some 100ms 1s")
+        var outcome = "armed"
+        do {
+            let source = try MemoryPressureSource(trigger: trigger) { _, _ in }
+            source.invalidate()
+        } catch {
+            #expect(error.code == .permissionDenied && error.errno == EINVAL, "\(error)")
+            #expect(error.message.contains("CAP_SYS_RESOURCE"))
+            outcome = "refused: \(error.code)"
+        }
+        TestFigures.report("[psi] \"\(trigger)\" (1 s window): \(outcome)")
+    }
+
+    /// A cgroup's pressure file goes away with its cgroup: the handler hears `fileRemoved` once and the source is
+    /// invalid. Needs a writable cgroup2 hierarchy (root, or a delegated subtree); skipped otherwise.
+    @Test func aRemovedCgroupEndsItsSource() throws {
+        guard let mount = try? FileDescriptorCalls.contents(of: "/proc/self/mountinfo"),
+            let point = MemoryPressureFile.cgroup2Mount(in: String(decoding: mount, as: UTF8.self))?.point
+        else { return }
+        let group = "\(point)/runloopkit-psi-\(getpid())"
+        guard mkdir(group, 0o755) == 0 else {
+            TestFigures.report("[psi] no writable cgroup2 hierarchy (mkdir: errno \(errno)): removal not exercised")
+            return
+        }
+        defer { rmdir(group) }
+        let events = Recorder<MemoryPressureSource.Event>()
+        let trigger = try MemoryPressureTrigger(parsing: "some 150ms 2s")
+        let source: MemoryPressureSource
+        do {
+            source = try MemoryPressureSource(trigger: trigger, path: group + "/memory.pressure") { source, event in
+                events.append(event)
+                #expect(!source.isValid)
+            }
+        } catch {
+            TestFigures.report("[psi] a child cgroup's memory.pressure refused a trigger: \(error)")
+            return
+        }
+        let running = ItemsSupport.startRunningLoop()
+        try running.loop.add(source)
+        #expect(waitUntil { running.loop.isWaiting })
+        #expect(rmdir(group) == 0, "rmdir: errno \(errno)")
+        #expect(waitUntil { events.count > 0 })
+        running.loop.perform {}
+        #expect(waitUntil { running.loop.isWaiting })
+        running.finish()
+        #expect(events.all == [.fileRemoved])
+        #expect(!source.isValid)
+        TestFigures.report("[psi] a removed cgroup's source heard \(events.all)")
+    }
+}
