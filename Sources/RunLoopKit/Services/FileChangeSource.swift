@@ -197,6 +197,9 @@ public final class FileChangeSource: Sendable {
     /// The descriptor source in the source's loop, if it was added to one that still holds it.
     var descriptorSource: FileDescriptorSource? { state.withLock { $0.watcher.source } }
 
+    /// The inotify descriptor, until invalidation (for tests that aim a fault at it).
+    var inotifyDescriptor: CInt? { state.withLock { $0.instance?.descriptor } }
+
     private func makeDescriptorSource(watching descriptor: CInt) throws(LoopError) -> FileDescriptorSource {
         try FileDescriptorSource(descriptor: descriptor, events: .readable, order: order) { [self] source, events in
             guard !events.contains(.invalid) else { return stopWatching(after: source.failure) }
