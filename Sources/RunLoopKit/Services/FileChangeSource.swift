@@ -46,6 +46,8 @@ public final class FileChangeSource: Sendable {
         var watcher = WeakDescriptorSource()
         /// The live watches, by watch descriptor.
         var watches: [CInt: Watch] = [:]
+        /// What ``keepsRunAlive`` was last set to, for a descriptor source made later.
+        var keepsRunAlive = true
         /// Why the loop stopped watching the instance, when it did.
         var failure: LoopError?
     }
@@ -93,6 +95,20 @@ public final class FileChangeSource: Sendable {
     /// Why the loop stopped watching the source's descriptor (the kernel refused a change of its epoll
     /// registration), which invalidated the source; `nil` otherwise. Safe from any thread.
     public var failure: LoopError? { state.withLock { $0.failure } }
+
+    /// Whether the source keeps runs of its modes going (default `true`, CF's rule for every source). Set it to
+    /// `false` for a source that should report while the loop runs for other reasons but never be the reason
+    /// (libuv's `uv_unref`), as a daemon's watcher usually should. Safe from any thread; from another thread it takes
+    /// effect at the loop's next pass.
+    public var keepsRunAlive: Bool {
+        get { state.withLock { $0.keepsRunAlive } }
+        set {
+            state.withLock { state in
+                state.keepsRunAlive = newValue
+                state.watcher.source?.keepsRunAlive = newValue
+            }
+        }
+    }
 
     /// The paths watched now, in the order they were first added. Safe from any thread.
     public var watches: [Watch] {
@@ -189,6 +205,7 @@ public final class FileChangeSource: Sendable {
             } else {
                 source = try makeDescriptorSource(watching: instance.descriptor)
             }
+            source.keepsRunAlive = state.keepsRunAlive
             try loop.add(source, to: mode)
             state.watcher.source = source
         }

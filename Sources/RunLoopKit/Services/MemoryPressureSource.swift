@@ -46,6 +46,8 @@ public final class MemoryPressureSource: Sendable {
         var descriptor: OwnedDescriptor?
         /// The descriptor source in the loop, made by the first `add`; weak, as ``FileChangeSource``'s.
         var watcher = WeakDescriptorSource()
+        /// What ``keepsRunAlive`` was last set to, for a descriptor source made later.
+        var keepsRunAlive = true
         /// Why the loop stopped watching the descriptor, when it did.
         var failure: LoopError?
     }
@@ -115,6 +117,20 @@ public final class MemoryPressureSource: Sendable {
     /// registration), which invalidated the source; `nil` otherwise. Safe from any thread.
     public var failure: LoopError? { state.withLock { $0.failure } }
 
+    /// Whether the source keeps runs of its modes going (default `true`, CF's rule for every source). Set it to
+    /// `false` for a source that should report while the loop runs for other reasons but never be the reason
+    /// (libuv's `uv_unref`), as a daemon's watcher usually should. Safe from any thread; from another thread it takes
+    /// effect at the loop's next pass.
+    public var keepsRunAlive: Bool {
+        get { state.withLock { $0.keepsRunAlive } }
+        set {
+            state.withLock { state in
+                state.keepsRunAlive = newValue
+                state.watcher.source?.keepsRunAlive = newValue
+            }
+        }
+    }
+
     /// Stops watching for good: takes the source out of every mode of its loop and closes the pressure file, which
     /// disarms the trigger. Safe from any thread, the handler included; invalidating twice does nothing.
     ///
@@ -144,6 +160,7 @@ public final class MemoryPressureSource: Sendable {
             } else {
                 source = try makeDescriptorSource(watching: descriptor.descriptor)
             }
+            source.keepsRunAlive = state.keepsRunAlive
             try loop.add(source, to: mode)
             state.watcher.source = source
         }
@@ -151,6 +168,9 @@ public final class MemoryPressureSource: Sendable {
 
     /// The descriptor source in the source's loop, if it was added to one that still holds it.
     var descriptorSource: FileDescriptorSource? { state.withLock { $0.watcher.source } }
+
+    /// The armed pressure file's descriptor, until invalidation (for tests).
+    var pressureDescriptor: CInt? { state.withLock { $0.descriptor?.descriptor } }
 
     private func makeDescriptorSource(watching descriptor: CInt) throws(LoopError) -> FileDescriptorSource {
         try FileDescriptorSource(descriptor: descriptor, events: .priority, order: order) { [self] source, events in

@@ -268,3 +268,30 @@ extension String {
         self = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
     }
 }
+
+extension FileChangeSourceTests {
+    /// A watcher that should not keep a script running: `keepsRunAlive = false` lets the run finish while the
+    /// source still reports what happens while the loop runs for other reasons.
+    @Test func aSourceThatDoesNotKeepTheRunAliveStillReports() {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let names = Recorder<String>()
+        ItemsSupport.onLoopThread { loop in
+            let source = try! FileChangeSource(watching: directory.path, for: .created) { _, change in
+                names.append(change.name ?? "?")
+            }
+            source.keepsRunAlive = false
+            try! loop.add(source)
+            #expect(loop.run(in: .default, for: .seconds(5)) == .finished)
+            let timer = ItemsSupport.keepAlive()
+            try! loop.add(timer)
+            directory.write("seen")
+            ItemsSupport.run(loop) { names.count > 0 }
+            timer.invalidate()
+            source.keepsRunAlive = true  // Applied to the registered source too.
+            #expect(loop.run(in: .default, for: .milliseconds(20)) == .timedOut)
+            source.invalidate()
+        }
+        #expect(names.all == ["seen"])
+    }
+}

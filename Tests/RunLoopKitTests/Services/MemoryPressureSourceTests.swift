@@ -7,7 +7,7 @@ import Testing
 /// kernel and its source added and invalidated, the file going away (a cgroup removed), the averages, and the
 /// refusals as typed errors. Whether pressure itself fires a source is not tested: inducing memory stalls would
 /// harm a shared machine (see FSWATCH-HANDOFF.md).
-@Suite struct MemoryPressureSourceTests {
+@Suite(.serialized) struct MemoryPressureSourceTests {
     private func code(_ body: () throws -> Void) -> LoopError.Code? {
         do {
             try body()
@@ -102,15 +102,18 @@ import Testing
             #expect(code { _ = try MemoryPressureSource.defaultPath() } == .unsupported)
             return
         }
-        let before = FaultInjection.openDescriptors.values.filter { $0 == "open" }.count
         let trigger = try MemoryPressureTrigger(parsing: "some 150ms 2s")
         let source = try MemoryPressureSource(trigger: trigger) { _, _ in }
         #expect(source.path == path && source.isValid)
         let running = ItemsSupport.startRunningLoop()
         try running.loop.add(source)
         #expect(waitUntil { running.loop.contains(source) })
-        #expect(FaultInjection.openDescriptors.values.filter { $0 == "open" }.count >= before + 1)
+        let descriptor = try #require(source.pressureDescriptor)
+        #expect(FaultInjection.openDescriptors[descriptor] == "open")
         source.invalidate()
+        #expect(source.pressureDescriptor == nil)
+        // Closed by the invalidation: no handler call held it.
+        #expect(waitUntil { FaultInjection.openDescriptors[descriptor] == nil })
         #expect(!source.isValid && !running.loop.contains(source))
         #expect(code { try running.loop.add(source) } == .invalidated)
         running.finish()
@@ -169,5 +172,22 @@ import Testing
         #expect(events.all == [.fileRemoved])
         #expect(!source.isValid)
         TestFigures.report("[psi] a removed cgroup's source heard \(events.all)")
+    }
+}
+
+extension MemoryPressureSourceTests {
+    /// A daemon's pressure watcher should not keep a run going on its own.
+    @Test func aSourceThatDoesNotKeepTheRunAliveLetsTheRunFinish() throws {
+        guard MemoryPressureFile.preferredPath() != nil else { return }
+        let source = try MemoryPressureSource(trigger: MemoryPressureTrigger(parsing: "some 150ms 2s")) { _, _ in }
+        source.keepsRunAlive = false
+        let result = Box<Loop.RunResult>()
+        ItemsSupport.onLoopThread { loop in
+            try! loop.add(source)
+            result.value = loop.run(in: .default, for: .seconds(5))
+            source.invalidate()
+        }
+        #expect(result.value == .finished)
+        #expect(!source.keepsRunAlive)
     }
 }
