@@ -191,3 +191,79 @@ extension MemoryPressureSourceTests {
         #expect(!source.keepsRunAlive)
     }
 }
+
+/// Real memory pressure, confined: a child cgroup (cgroup v1's memory controller) limited to 32 MiB, in which `dd`
+/// asks for a 96 MiB buffer, stalls in reclaim and is OOM-killed there, alone. The stall is counted in the
+/// system's pressure (and the root cgroup's), which a trigger of 1 ms in 2 s sees. Root with a writable v1 memory
+/// hierarchy only (this machine's); `nil` elsewhere, with the reason.
+enum ConfinedMemoryHog {
+    /// Makes the cgroup, runs the hog in it to its end, removes the cgroup; answers `nil`, or why it could not.
+    static func run() -> String? {
+        guard let mounts = try? FileDescriptorCalls.contents(of: "/proc/self/mountinfo"),
+            let membership = try? FileDescriptorCalls.contents(of: "/proc/self/cgroup")
+        else { return "no /proc" }
+        let mountLine = String(decoding: mounts, as: UTF8.self).split(separator: "\n").first {
+            $0.contains(" - cgroup ") && $0.hasSuffix(",memory")
+        }
+        let groupLine = String(decoding: membership, as: UTF8.self).split(separator: "\n").first {
+            $0.split(separator: ":", maxSplits: 2).dropFirst().first == "memory"
+        }
+        guard let mountLine, let groupLine else { return "no cgroup v1 memory controller" }
+        let point = mountLine.split(separator: " ")[4]
+        let own = groupLine.split(separator: ":", maxSplits: 2)[2]
+        let group = "\(point)\(own == "/" ? "" : own)/runloopkit-psi-\(getpid())"
+        guard mkdir(group, 0o755) == 0 else { return "mkdir \(group): errno \(errno)" }
+        defer { rmdir(group) }
+        guard write("\(32 << 20)", to: group + "/memory.limit_in_bytes") else { return "cannot set a limit" }
+        let script = "echo $$ > \(group)/cgroup.procs && exec dd if=/dev/zero of=/dev/null bs=96M count=1"
+        var pid: pid_t = 0
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(script), nil]
+        defer { arguments.forEach { free($0) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, arguments, environ) == 0 else { return "posix_spawn failed" }
+        var status: CInt = 0
+        waitpid(pid, &status, 0)
+        return nil
+    }
+
+    private static func write(_ text: String, to path: String) -> Bool {
+        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return text.utf8CString.withUnsafeBufferPointer { Glibc.write(descriptor, $0.baseAddress, $0.count - 1) } > 0
+    }
+}
+
+extension MemoryPressureSourceTests {
+    /// The live path: pressure induced in a confined child cgroup fires a source armed on this process's pressure
+    /// file, on the loop's thread, with `thresholdExceeded`.
+    @Test func inducedPressureFiresTheSource() throws {
+        guard getuid() == 0, MemoryPressureFile.preferredPath() != nil else { return }
+        let events = Recorder<MemoryPressureSource.Event>()
+        let onLoopThread = ItemsSupport.Flag()
+        let trigger = try MemoryPressureTrigger(parsing: "some 1ms 2s")
+        let running = ItemsSupport.startRunningLoop(timeout: .seconds(30))
+        let loop = running.loop
+        let source = try MemoryPressureSource(trigger: trigger) { _, event in
+            if Loop.current === loop { onLoopThread.set() }
+            events.append(event)
+        }
+        try loop.add(source)
+        let started = ContinuousClock.now
+        if let reason = ConfinedMemoryHog.run() {
+            source.invalidate()
+            running.finish()
+            TestFigures.report("[psi] pressure not induced: \(reason)")
+            return
+        }
+        #expect(
+            waitUntil(timeout: .seconds(10)) { events.count > 0 },
+            "no event; \(String(describing: try? MemoryPressureAverages.read()))")
+        let latency = ContinuousClock.now - started
+        source.invalidate()
+        running.finish()
+        #expect(events.all.first == .thresholdExceeded)
+        #expect(onLoopThread.isSet)
+        TestFigures.report(
+            "[psi] induced pressure fired \"\(trigger)\" on \(source.path) \(latency) after the hog started")
+    }
+}
