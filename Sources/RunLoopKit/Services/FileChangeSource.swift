@@ -281,15 +281,22 @@ public final class FileChangeSource: Sendable {
         return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
     }
 
-    /// The kind an inotify mask reports (one event bit per record, with flags).
+    /// The kind an inotify mask reports (one event bit per record, with flags). No table: nothing allocated per record.
     private static func kind(of mask: UInt32) -> FileChange.Kind? {
-        let kinds: [(CInt, FileChange.Kind)] = [
-            (IN_Q_OVERFLOW, .overflow), (IN_IGNORED, .watchEnded), (IN_UNMOUNT, .unmounted), (IN_CREATE, .created),
-            (IN_MODIFY, .modified), (IN_CLOSE_WRITE, .closedAfterWriting), (IN_DELETE, .deleted),
-            (IN_MOVED_FROM, .movedFrom), (IN_MOVED_TO, .movedTo), (IN_ATTRIB, .attributesChanged),
-            (IN_DELETE_SELF, .deletedSelf), (IN_MOVE_SELF, .movedSelf),
-        ]
-        return kinds.first { mask & UInt32($0.0) != 0 }?.1
+        func has(_ bit: CInt) -> Bool { mask & UInt32(bit) != 0 }
+        if has(IN_Q_OVERFLOW) { return .overflow }
+        if has(IN_IGNORED) { return .watchEnded }
+        if has(IN_UNMOUNT) { return .unmounted }
+        if has(IN_CREATE) { return .created }
+        if has(IN_MODIFY) { return .modified }
+        if has(IN_CLOSE_WRITE) { return .closedAfterWriting }
+        if has(IN_DELETE) { return .deleted }
+        if has(IN_MOVED_FROM) { return .movedFrom }
+        if has(IN_MOVED_TO) { return .movedTo }
+        if has(IN_ATTRIB) { return .attributesChanged }
+        if has(IN_DELETE_SELF) { return .deletedSelf }
+        if has(IN_MOVE_SELF) { return .movedSelf }
+        return nil
     }
 
     // MARK: Errors
