@@ -1,6 +1,6 @@
 import RunLoopKitGLib
 
-/// The command line: `loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|G1|G2|G3|all] [--runs N] [--quick]
+/// The command line: `loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|T|C|S1|S2|S2c|S3|G1|G2|G3|all] [--runs N] [--quick]
 /// [--in-process]`.
 struct Options {
     /// The workloads to run, in order.
@@ -38,6 +38,8 @@ struct Options {
             PassCostBenchmark.self,
             MainActorBenchmark.self,
             ActorHopBenchmark.self,
+            TaskExecutorHopBenchmark.self,
+            ClockLatenessBenchmark.self,
             SourceScalingBenchmark.self,
             TimerScalingBenchmark.self,
             CallbackScalingBenchmark.self,
@@ -49,7 +51,7 @@ struct Options {
     }
 
     static let usage = """
-        usage: loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|S1|S2|S2c|S3|G1|G2|G3|all]... [--runs N] [--quick] [--in-process]
+        usage: loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W4|W4c|W5|F|P|M|A|T|C|S1|S2|S2c|S3|G1|G2|G3|all]... [--runs N] [--quick] [--in-process]
           W1 ping-pong, W2 fan-in (W1t, W2t: through LoopThread.perform;
           W2f, W2tf: allocation-free perform(with:) calls), W3 timers, W4 churn (W3c, W4c: with
           one-shot callbacks, Loop.schedule(at:)), W5 wake latency
@@ -57,6 +59,8 @@ struct Options {
           F footprint per idle loop (descriptors, resident bytes), P pass cost (1 vs 10,000 idle items),
           M @MainActor round trip on Loop.main,
           A actor hop (an actor on a loop vs Loop.perform and the default executor),
+          T task executor hop (withTaskExecutorPreference vs LoopThread.run, an actor, no hop; 16-task fan-in),
+          C clock lateness (Task.sleep on loop.clock, with and without tolerance, vs ContinuousClock),
           S1 pass cost vs 1/100/10,000 registered sources, S2 timer churn vs 1k/10k/100k/1M live timers
           (S2c: one-shot callbacks), S3 wake cost vs 1/10/100/1,000 loops;
           G1/G2/G3 signal → handler: RunLoopKit alone, inside GLib's main loop, GLib's g_main_context_invoke

@@ -3,7 +3,8 @@ import RunLoopKit
 
 /// Dispatch's main queue, the main actor and an actor on a worker's loop, all meeting RunLoopKit: the main thread
 /// runs `Loop.main`, which serves `DispatchQueue.main` (and so `@MainActor` code), while an actor lives on a
-/// `LoopThread`. Each line says which thread its code ran on.
+/// `LoopThread`; then nonisolated code runs on the worker through a task executor preference, and a task sleeps on
+/// the worker loop's clock. Each line says which thread its code ran on.
 enum ConcurrencyScenario {
     static func run() {
         let worker: LoopThread
@@ -28,6 +29,16 @@ enum ConcurrencyScenario {
             for _ in 1...3 { _ = await tally.add(here) }
             let total = (try? await worker.run { tally.unsafeWorkerCount }) ?? -1
             Trace.line(here(), "thread.run { } read the count on the worker's thread: \(total)")
+            // A task executor preference: nonisolated code of this closure runs on the worker's thread.
+            let summary = await withTaskExecutorPreference(worker.loop) {
+                await summarize(tally: total, here)
+            }
+            Trace.line(here(), "back from the preference: \(summary)")
+            // A sleep on the worker's loop clock: the wake-up is one of that loop's timer events.
+            let clock = worker.loop.clock
+            let slept =
+                (try? await clock.measure { try await Task.sleep(for: .milliseconds(15), clock: clock) }) ?? .zero
+            Trace.line(here(), "Task.sleep(for: 15 ms, clock: worker.loop.clock) took \(slept)")
             Loop.main.stop()
         }
         let result = Loop.main.run(in: .default, for: .seconds(10))
@@ -41,6 +52,13 @@ enum ConcurrencyScenario {
         if worker.loop.isCurrent { return "worker" }
         return "pool"
     }
+}
+
+/// Nonisolated async code: where it runs depends on the task's executor preference.
+@concurrent
+private func summarize(tally: Int, _ here: @Sendable () -> String) async -> String {
+    Trace.line(here(), "nonisolated async function under withTaskExecutorPreference(worker.loop)")
+    return "\(tally) calls counted"
 }
 
 /// Main-actor code, which Swift on Linux runs through Dispatch's main queue: here, inside `Loop.main`'s passes.

@@ -13,6 +13,9 @@ final class EchoClient {
         guard descriptor >= 0 else { return nil }
         var receiveBuffer: CInt = 32 * 1024
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<CInt>.size))
+        // Small requests go out at once: Nagle's algorithm would hold one back until the previous one is acknowledged.
+        var noDelay: CInt = 1
+        _ = setsockopt(descriptor, CInt(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<CInt>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")

@@ -32,11 +32,16 @@ let scenarios: [Scenario] = [
         run: CommitScenario.run),
     Scenario(
         name: "concurrency",
-        summary: "DispatchQueue.main, a @MainActor call and an actor on a LoopThread, with the thread each ran on",
+        summary:
+            "DispatchQueue.main, @MainActor, an actor and a task executor preference on a LoopThread, a loop clock",
         run: ConcurrencyScenario.run),
     Scenario(
         name: "echo", summary: "a TCP echo server on descriptor sources, with write backpressure",
         run: EchoScenario.run),
+    Scenario(
+        name: "daemon",
+        summary: "a TCP service with systemd readiness, watchdog, SIGUSR1 figures and graceful shutdown on SIGTERM",
+        run: DaemonScenario.run),
     Scenario(
         name: "glib",
         summary: "GLib and @MainActor code sharing the main thread, GLib's main loop or Loop.main running",

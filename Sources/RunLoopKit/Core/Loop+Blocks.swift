@@ -201,7 +201,15 @@ extension Loop {
             block.closure()
         case .job(let queued):
             runStack.isRunningJob = true
-            queued.job.runSynchronously(on: queued.executor)
+            // As its serial executor and its task executor at once: an actor's job, and a job of a task that prefers
+            // this executor (nonisolated async code), then both know they are home, and neither hops to get there.
+            if let executor = queued.executor {
+                queued.job.runSynchronously(
+                    isolatedTo: executor.asUnownedSerialExecutor(), taskExecutor: executor.asUnownedTaskExecutor())
+            } else {
+                queued.job.runSynchronously(
+                    isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+            }
             runStack.isRunningJob = false
         case .call(let call):
             call.function(call.argument)

@@ -2,8 +2,9 @@ extension Loop: CustomStringConvertible {
     /// A readable account of the loop for debugging: its thread, state, and each mode with its items.
     ///
     /// On the loop's own thread it lists every mode and item (sources with order and signalled state, timers with next
-    /// fire time, interval and tolerance, observers with activities, descriptor sources with descriptor and events),
-    /// and how many one-shot callbacks are scheduled. From another thread, where the items cannot be read safely, it
+    /// fire time, interval and tolerance, observers with activities, descriptor sources with descriptor and events;
+    /// items paused by their rate limit are marked), and how many one-shot callbacks are scheduled (the loop's own
+    /// that end rate-limit pauses included). From another thread, where the items cannot be read safely, it
     /// gives the summary line only; ``itemCounts(in:)`` tells how many items each mode holds, from any thread.
     public var description: String {
         var text = "Loop(thread \(identity.threadID)\(isMain ? ", main" : "")"
@@ -23,15 +24,18 @@ extension Loop: CustomStringConvertible {
             }
             for source in state.sources.sorted(by: { $0.order < $1.order }) {
                 text += "\n    source order \(source.order)\(source.isSignalled ? ", signalled" : "")"
+                if source.isRateLimited { text += ", rate-limited" }
             }
             for source in state.descriptorSources.sorted(by: { $0.descriptor < $1.descriptor }) {
                 text += "\n    descriptor \(source.descriptor) \(source.events) order \(source.order)"
                 if source.isParked { text += ", parked" }
+                if source.isRateLimited { text += ", rate-limited" }
             }
             for timer in state.timers.sorted(by: { $0.fireTime < $1.fireTime }) {
                 text += "\n    timer next \(timer.nextFireTime)"
                 if let interval = timer.interval { text += ", every \(interval)" }
                 if timer.tolerance > .zero { text += ", tolerance \(timer.tolerance)" }
+                if timer.isRateLimited { text += ", rate-limited" }
             }
             for observer in state.observers {
                 text += "\n    observer \(observer.activities) order \(observer.order)"

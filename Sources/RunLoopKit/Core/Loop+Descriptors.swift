@@ -317,6 +317,7 @@ extension Loop {
             // Masked now, not when the report was read: an earlier handler of this pass may have changed `events`.
             let reported = events.reported(by: source.events)
             guard !reported.isEmpty else { continue }
+            if source.appliedRateLimiter != nil && rateLimitHoldsBack(source, events, in: state) { continue }
             source.handler(source, reported)
             handled = true
         }

@@ -13,7 +13,9 @@ extension Loop {
     ///
     /// Reading it while the loop is not readied for a host's wait (before the first ``runPass(in:)``, or after a
     /// run of its own) makes it readable at once, so the host's first wait ends and its ``runPass(in:)`` readies the
-    /// loop: no priming pass is needed before the host's loop starts, and nothing sent meanwhile is missed.
+    /// loop: no priming pass is needed before the host's loop starts, and nothing sent meanwhile is missed. Once it
+    /// was read, every later run of the loop's own that is not nested in another (`run()`, `run(in:for:)`, started
+    /// from a host callback, say) ends the same way, so a host may read the descriptor once and keep it.
     public var pollDescriptor: CInt {
         poller.readyForHostUnlessWaiting()
         return poller.epoll
@@ -26,6 +28,9 @@ extension Loop {
     /// ready descriptor sources (and Dispatch's main queue, on the main loop). Afterwards the loop announces that it
     /// sleeps, so work sent from other threads wakes ``pollDescriptor``, and arms its timerfd for the mode's next
     /// timer.
+    ///
+    /// `mode` must be a mode, not ``Mode/common`` (a set of modes, which CF's `CFRunLoopRunInMode` answers with
+    /// "finished" at once): such a pass would run nothing and leave the host waiting for good, so it traps, saying so.
     /// - Returns: `true` when work is ready already (queued on the loop's own thread, sent by another thread during
     ///   the pass, or a timer that is due or due within 20 µs, sooner than a wait could end): call again before
     ///   waiting. `false`: wait until ``pollDescriptor`` is
@@ -33,15 +38,18 @@ extension Loop {
     @discardableResult
     public func runPass(in mode: Mode = .default) -> Bool {
         preconditionOnLoopThread("runPass(in:)")
+        require(
+            mode != .common,
+            "RunLoopKit: runPass(in: .common) runs nothing: .common names the set of common modes, not a mode to run; "
+                + "pass .default or another mode")
         if poller.isWaiting.load(ordering: .relaxed) {
             // The host's wait is over: end it as a return from epoll_wait would. An eventfd write is still queued in
             // the epoll set (edge-triggered), so the pass's own epoll_wait reports and drains it: no read here.
             poller.finishWaiting(eventFDFired: false)
         }
-        _ = run(in: mode, for: .zero)
-        // ``Loop/Mode/common`` is no mode to run (nothing happens, as for `run(in: .common, for:)`); a mode not
-        // named yet comes into being, so items added to it later wake the host.
-        guard mode != .common else { return false }
+        _ = run(
+            mode: mode, deadline: MonotonicClock.now(), pollOnce: true, returnAfterSourceHandled: false, hostPass: true)
+        // A mode not named yet comes into being, so items added to it later wake the host.
         if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && armTimer(until: .max) { return false }
         poller.finishWaiting(eventFDFired: false)
         return true

@@ -18,7 +18,7 @@ extension Loop: SerialExecutor {
     /// ``LoopThread``, alive while its actors are used). So does a job enqueued, in the child of a `fork()`, on a
     /// loop created before the fork. Use ``executor(in:)`` to choose other modes.
     public func enqueue(_ job: consuming ExecutorJob) {
-        enqueueJob(UnownedJob(job), in: .commonModes, on: asUnownedSerialExecutor())
+        enqueueJob(UnownedJob(job), in: .commonModes, on: nil)
     }
 
     /// The loop as an actor's executor: return it from the actor's `unownedExecutor`. Safe from any thread.
@@ -44,10 +44,10 @@ extension Loop: SerialExecutor {
 }
 
 extension Loop {
-    /// Queues `job` as a block for `modes`, to run on `executor` (this loop, or a ``LoopExecutor`` of it); traps if
-    /// the loop's thread has exited. Any thread.
+    /// Queues `job` as a block for `modes`, to run on `executor` (a ``LoopExecutor`` of this loop, or `nil` for the
+    /// loop itself); traps if the loop's thread has exited. Any thread.
     @inline(__always)
-    func enqueueJob(_ job: UnownedJob, in modes: BlockModes, on executor: UnownedSerialExecutor) {
+    func enqueueJob(_ job: UnownedJob, in modes: BlockModes, on executor: LoopExecutor?) {
         let block = PendingBlock(modes: modes, job: QueuedJob(job: job, executor: executor))
         if isCurrent {
             blocks.append(block, pool: inbox.segments)

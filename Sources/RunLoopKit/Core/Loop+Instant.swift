@@ -33,6 +33,17 @@ extension Loop {
         /// The duration from `rhs` to `lhs`.
         public static func - (lhs: Instant, rhs: Instant) -> Duration { rhs.duration(to: lhs) }
 
+        /// The instant `rhs` before `lhs`, saturating.
+        public static func - (lhs: Instant, rhs: Duration) -> Instant {
+            Instant(nanoseconds: lhs.nanoseconds.subtractingSaturating(rhs.saturatingNanoseconds))
+        }
+
+        /// Moves `lhs` `rhs` later, saturating.
+        public static func += (lhs: inout Instant, rhs: Duration) { lhs = lhs + rhs }
+
+        /// Moves `lhs` `rhs` earlier, saturating.
+        public static func -= (lhs: inout Instant, rhs: Duration) { lhs = lhs - rhs }
+
         /// Orders instants by time.
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 

@@ -164,6 +164,7 @@ extension Loop {
         if base.countsTowardKeepAlive != base.keepsRunAliveRequested.load(ordering: .relaxed) {
             applyKeepsRunAlive(item)
         }
+        if base.existingRateLimiter != nil { adoptRateLimit(item) }  // A limit set before it was added.
         base.memberships.insert(LoopItem.Membership(modeID: state.id, slot: state.insert(item)))
         base.publishMembership(modeID: state.id, present: true)
         switch item {
@@ -223,6 +224,7 @@ extension Loop {
         case .descriptor(let source): unregister(source)
         case .source, .observer: break
         }
+        if item.base.appliedRateLimiter != nil { dropRateLimitPause(of: item) }
     }
 }
 

@@ -60,7 +60,14 @@ extension Loop {
     }
 
     /// `CFRunLoopRunSpecific`: checks the mode, brackets the passes with entry and exit, restores the outer run.
-    private func run(mode name: Mode, deadline: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
+    ///
+    /// `hostPass`: the run is ``runPass(in:)``'s, which readies ``pollDescriptor`` itself. Any other outermost run of
+    /// a loop a host waits on (one the app starts from a host callback, say) ends awake, with no sleep announced:
+    /// work sent from other threads would then write no eventfd, and the host's wait would not end. It makes the
+    /// descriptor readable instead, so the host's next ``runPass(in:)`` readies the loop again.
+    func run(
+        mode name: Mode, deadline: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool, hostPass: Bool = false
+    ) -> RunResult {
         require(!createdBeforeFork, ForkGuard.message)  // First: in a fork() child such a loop is terminated too.
         require(!isTerminated, "RunLoopKit: running a loop whose thread has exited")
         guard name != .common else { return .finished }
@@ -87,7 +94,11 @@ extension Loop {
         control.stopRequested.store(false, ordering: .relaxed)
         runStack.pop(restoring: outer)
         setRunningMode(runStack.mode?.name)
-        if let outerMode = runStack.mode { enter(outerMode) }
+        if let outerMode = runStack.mode {
+            enter(outerMode)
+        } else if !hostPass && poller.isHosted.load(ordering: .relaxed) {
+            poller.readyForHostUnlessWaiting()
+        }
         return result
     }
 

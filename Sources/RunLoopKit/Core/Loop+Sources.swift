@@ -42,6 +42,8 @@ extension Loop {
                 if source.isInAnyMode && source.signalled.load(ordering: .acquiring) { queueSignalled(source) }
                 continue
             }
+            // Borrowed (`due` holds it): a strong argument would cost every perform a retain, limit or not.
+            if source.appliedRateLimiter != nil && rateLimitHoldsBack(.passUnretained(source)) { continue }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
             source.performHandler(source)
             performed = true

@@ -173,6 +173,7 @@ extension Loop {
             timerTable.parked.append(timer)
             return
         }
+        if timer.appliedRateLimiter != nil && rateLimitHoldsBack(timer) { return }
         timer.state = .firing
         timer.handler(timer)
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
@@ -252,7 +253,9 @@ extension Loop {
     /// Scheduled callbacks keep runs of their mode going: they count in its keep-alive count (or, for the common
     /// modes, in ``commonCallbackCount``).
     private func countCallback(inMode modeID: Int32, by delta: Int) {
-        if modeID == CallbackTimers.commonModeID {
+        if modeID == CallbackTimers.anyModeID {
+            return  // The loop's own: keeps nothing alive.
+        } else if modeID == CallbackTimers.commonModeID {
             timerTable.commonCallbackCount += delta
         } else {
             modeTable.list[Int(modeID)].adjustKeepAliveCount(by: delta)
@@ -261,6 +264,7 @@ extension Loop {
 
     /// Whether the callback of mode `modeID` may fire in a run of `state`.
     func callbackRuns(modeID: Int32, in state: ModeState) -> Bool {
-        modeID == CallbackTimers.commonModeID ? state.isCommon : modeID == Int32(state.id)
+        guard modeID < 0 else { return modeID == Int32(state.id) }
+        return modeID == CallbackTimers.anyModeID || state.isCommon
     }
 }

@@ -33,7 +33,7 @@ public final class LoopExecutor: SerialExecutor {
     /// ``modes``. Called by the concurrency runtime, from any thread; allocates nothing beyond the runtime's job.
     /// Traps if the loop's thread has exited (see ``Loop/enqueue(_:)``).
     public func enqueue(_ job: consuming ExecutorJob) {
-        loop.enqueueJob(UnownedJob(job), in: blockModes, on: asUnownedSerialExecutor())
+        loop.enqueueJob(UnownedJob(job), in: blockModes, on: self)
     }
 
     /// The executor for an actor's `unownedExecutor`. Does not retain it: the actor must store the executor.

@@ -101,6 +101,77 @@ import Testing
         #expect(waitsTimedOut.current == 0, "a host wait ended by its time limit, not by the descriptor")
     }
 
+    /// The host reads `pollDescriptor` once and keeps it. Between two of its passes, the app runs the loop itself
+    /// (`run(in:for:)` from a host callback): that run ends awake, with no sleep announced, so a signal sent afterwards
+    /// from another thread writes no eventfd. The run's end makes the descriptor readable instead; the host's next
+    /// pass readies the loop, and the signal then ends the host's wait. (Before, the host slept until its time limit.)
+    @Test func aRunOfTheLoopsOwnBetweenHostPassesLeavesTheDescriptorWorking() throws {
+        let handled = ItemsSupport.Flag()
+        let waitsTimedOut = Counter()
+        let sourceBox = Box<LoopSource>()
+        let ranOwnRun = ItemsSupport.Flag()
+        let host = TestThread {
+            let loop = Loop.current
+            let source = LoopSource { handled.set() }
+            try! loop.add(source)
+            sourceBox.value = source
+            var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)  // Read once.
+            while loop.runPass() {}
+            // A host callback runs the loop itself, briefly: a timer keeps the mode alive for the run.
+            let keepAlive = try! LoopTimer(after: .seconds(3_600)) { _ in }
+            try! loop.add(keepAlive)
+            loop.run(in: .default, for: .milliseconds(5))
+            keepAlive.invalidate()
+            ranOwnRun.set()
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !handled.isSet && ContinuousClock.now < deadline {
+                if poll(&entry, 1, 5_000) == 0 { waitsTimedOut.increment() }
+                while loop.runPass() {}
+            }
+            source.invalidate()
+        }
+        #expect(waitUntil { ranOwnRun.isSet })
+        // Until the host's pass after the run, the loop is awake and the signal wakes nothing: the run's end made
+        // the descriptor readable, which must be what ends the host's first wait.
+        sourceBox.value!.signal()
+        host.join()
+        #expect(handled.isSet)
+        #expect(waitsTimedOut.current == 0, "a host wait ended by its time limit, not by the descriptor")
+    }
+
+    /// The same, with the signal sent only once the host sleeps again after the run: the pass that the run's end
+    /// caused readied the loop, so the signal writes the eventfd.
+    @Test func afterARunOfItsOwnTheHostSleepsAndIsWokenBySignals() throws {
+        let handled = ItemsSupport.Flag()
+        let waitsTimedOut = Counter()
+        let sourceBox = Box<LoopSource>()
+        let loopBox = Box<Loop>()
+        let ranOwnRun = ItemsSupport.Flag()
+        let host = TestThread {
+            let loop = Loop.current
+            loopBox.value = loop
+            let source = LoopSource { handled.set() }
+            try! loop.add(source)
+            sourceBox.value = source
+            var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)
+            while loop.runPass() {}
+            loop.run(in: .default, for: .milliseconds(5))
+            ranOwnRun.set()
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !handled.isSet && ContinuousClock.now < deadline {
+                if poll(&entry, 1, 5_000) == 0 { waitsTimedOut.increment() }
+                while loop.runPass() {}
+            }
+            source.invalidate()
+        }
+        #expect(waitUntil { ranOwnRun.isSet })
+        #expect(waitUntil { loopBox.value!.isWaiting })
+        sourceBox.value!.signal()
+        host.join()
+        #expect(handled.isSet)
+        #expect(waitsTimedOut.current == 0, "a host wait ended by its time limit, not by the descriptor")
+    }
+
     @Test func aHostWaitsWhileTheLoopHasNothingToDo() throws {
         let report = HostReport()
         let stop = ItemsSupport.Flag()

@@ -90,7 +90,7 @@ struct GLibDriverTests {
                 return false
             }
         }
-        _ = driving.onThread { try! driving.loop.add(source) }
+        driving.onThread { try! driving.loop.add(source) }
         #expect(waitUntil { driving.loop.isWaiting })
         source.signal()
         #expect(waitUntil(timeout: .seconds(5)) { ran.current == 1 })
@@ -359,7 +359,7 @@ struct GLibDriverTests {
     @Test func anInvalidatedDriverReleasesTheContext() {
         let driving = GLibDrivingThread()
         let context = driving.context
-        _ = driving.onThread { driving.driver.invalidate() }
+        driving.onThread { driving.driver.invalidate() }
         // Another thread can now iterate the context.
         let ran = ItemsSupport.Flag()
         let glib = GLibTesting.calls!

@@ -35,6 +35,14 @@ import Testing
         #expect(Self.stderrText(result).contains(run.trapMessage))
     }
 
+    /// A host pass in `.common` would run nothing and leave the host waiting for good: it traps, saying why.
+    @Test func aHostPassInTheCommonModesTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = Loop.current.runPass(in: .common)
+        }
+        #expect(Self.stderrText(result).contains("runPass(in: .common) runs nothing"))
+    }
+
     /// A `LoopBound` touched off its loop's thread traps, naming the loop, the calling thread and the misuse.
     @Test func aLoopBoundTouchedOffItsLoopsThreadTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

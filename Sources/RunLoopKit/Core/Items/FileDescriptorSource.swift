@@ -189,6 +189,9 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     /// none of its modes ran (the registration is shared by the loop's sources of the descriptor). Loop thread only.
     var isParked: Bool { watch?.isParked ?? false }
 
+    /// Whether its rate limit pauses it, so the epoll set is not told what it watches. Loop thread only.
+    var isHeldByRateLimit: Bool { activeRateLimiter?.isPaused ?? false }
+
     /// The tag of this source's epoll reports: generation in the high half, descriptor in the low half.
     var epollTag: UInt64 {
         UInt64(generation) << 32 | UInt64(UInt32(bitPattern: descriptor))

@@ -38,6 +38,17 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
     let keepsRunAliveRequested = Atomic<Bool>(true)
     /// The value its modes' keep-alive counts reflect. Loop thread only.
     final var countsTowardKeepAlive = true
+    /// The item's rate limit (``RateLimiter``) as the bits of a retained reference, 0 until its limit or limit
+    /// handler is first set; released in `deinit`. A plain word, like `ownerBits`: `AtomicLazyReference`'s generic
+    /// load is not specialised here, and would cost every add a few hundred instructions.
+    private let rateLimiterBits = Atomic<UInt>(0)
+    /// That limiter while a limit applies, else `nil`: what a pass checks before a handler call (one load and a
+    /// branch for an item without a limit). Unmanaged: `rateLimiterBits` holds it for the item's life, and a
+    /// reference here, strong or unowned, would make the pass retain and release around the check. Loop thread only.
+    @exclusivity(unchecked) final var appliedRateLimiter: Unmanaged<RateLimiter>? = nil
+
+    /// ``appliedRateLimiter`` as a reference. Loop thread only.
+    final var activeRateLimiter: RateLimiter? { appliedRateLimiter?.takeUnretainedValue() }
 
     init() {}
 
@@ -87,6 +98,26 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
         let bits = ownerBits.load(ordering: .acquiring)
         if bits != 0 { Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
         if let formerOwners { for former in formerOwners { former.release() } }
+        let limiterBits = rateLimiterBits.load(ordering: .acquiring)
+        if limiterBits != 0 { Unmanaged<RateLimiter>.fromOpaque(UnsafeRawPointer(bitPattern: limiterBits)!).release() }
+    }
+
+    /// The item's rate limiter, `nil` until its limit or limit handler was first set. Any thread.
+    final var existingRateLimiter: RateLimiter? {
+        let bits = rateLimiterBits.load(ordering: .acquiring)
+        guard bits != 0 else { return nil }
+        return Unmanaged<RateLimiter>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    }
+
+    /// The item's rate limiter, made on first use (the first of racing threads wins). Any thread.
+    final var rateLimiter: RateLimiter {
+        if let existing = existingRateLimiter { return existing }
+        let made = Unmanaged.passRetained(RateLimiter())
+        let (exchanged, original) = rateLimiterBits.compareExchange(
+            expected: 0, desired: UInt(bitPattern: made.toOpaque()), ordering: .acquiringAndReleasing)
+        guard !exchanged else { return made.takeUnretainedValue() }
+        made.release()
+        return Unmanaged<RateLimiter>.fromOpaque(UnsafeRawPointer(bitPattern: original)!).takeUnretainedValue()
     }
 
     /// The loop the item is bound to, `nil` before its first `add`. Safe from any thread.

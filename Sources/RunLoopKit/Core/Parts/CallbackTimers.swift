@@ -36,7 +36,7 @@ struct CallbackTimers {
 
     struct Slot {
         var generation: UInt32 = 0
-        /// The mode's id, or ``CallbackTimers/commonModeID`` for the common modes.
+        /// The mode's id, ``CallbackTimers/commonModeID`` for the common modes, or ``CallbackTimers/anyModeID``.
         var modeID: Int32 = 0
         var place: Int32 = Place.free
         /// The id a callback scheduled from another thread is known by (``Loop/ScheduledCallback``), else 0.
@@ -51,6 +51,9 @@ struct CallbackTimers {
 
     /// The mode id of a callback scheduled in ``Loop/Mode/common``: it fires in whichever common mode runs.
     static let commonModeID: Int32 = -1
+    /// The mode id of the loop's own callbacks that fire in whichever mode runs and keep no run alive (the end of a
+    /// rate limit's pause, Loop+RateLimits.swift).
+    static let anyModeID: Int32 = -2
 
     private var heap: [Entry] = []
     private var slots: [Slot] = []

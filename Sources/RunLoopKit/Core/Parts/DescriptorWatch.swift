@@ -100,20 +100,24 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
         return all
     }
 
-    /// The union of what its valid sources watch: what the set is told while it is not parked. Loop thread only.
+    /// The union of what its valid sources watch, but those paused by their rate limit: what the set is told while
+    /// it is not parked. Loop thread only.
     var wanted: Events {
         var union: Events = []
         forEachSource { source in
-            if source.isValid { union.formUnion(source.events) }
+            if source.isValid && !source.isHeldByRateLimit { union.formUnion(source.events) }
         }
         return union
     }
 
-    /// The union of what its valid sources in mode `modeID` watch. Loop thread only.
+    /// The union of what its valid sources in mode `modeID` watch, but those paused by their rate limit. Loop thread
+    /// only.
     func claimed(inModeID modeID: Int) -> Events {
         var union: Events = []
         forEachSource { source in
-            if source.isValid && source.isIn(modeID: modeID) { union.formUnion(source.events) }
+            if source.isValid && !source.isHeldByRateLimit && source.isIn(modeID: modeID) {
+                union.formUnion(source.events)
+            }
         }
         return union
     }

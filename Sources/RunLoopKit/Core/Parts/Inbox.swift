@@ -36,11 +36,13 @@ enum BlockModes: Sendable {
     }
 }
 
-/// An actor's job as the runtime made it, with the executor (the loop, or a ``LoopExecutor`` of it) it runs on.
-/// Trivially copyable: queueing it allocates nothing and copying it retains nothing.
+/// A job as the runtime made it (an actor's, or a task's that prefers the loop as its task executor), with the
+/// executor it was enqueued on. Trivially copyable: queueing it allocates nothing and copying it retains nothing.
 struct QueuedJob {
     let job: UnownedJob
-    let executor: UnownedSerialExecutor
+    /// The ``LoopExecutor`` the job was enqueued on, or `nil` for the loop itself. Unowned, as the runtime's own
+    /// executor references are: whoever enqueues on an executor keeps it alive (see ``LoopExecutor``).
+    unowned(unsafe) let executor: LoopExecutor?
 }
 
 /// A C function and the word it is called with: a block from ``Loop/perform(with:_:)``. Trivially copyable: it has

@@ -31,6 +31,9 @@ final class Poller: Sendable {
     let forkGeneration = ForkGuard.generationForNewLoop()
     /// True while the loop sleeps, or is about to, in `epoll_wait`: wakers write the eventfd only then.
     let isWaiting = Atomic<Bool>(false)
+    /// True once ``epoll`` was handed to a host to wait on (``Loop/pollDescriptor``): a run of the loop's own then
+    /// ends by making it readable again (see `Loop.run(mode:deadline:pollOnce:returnAfterSourceHandled:hostPass:)`).
+    let isHosted = Atomic<Bool>(false)
     /// True once a waker has claimed the single eventfd write this sleep needs; cleared after waking.
     private let wakeUpPending = Atomic<Bool>(false)
     /// Whether the descriptors are still open, and the descriptor sources' entries of the epoll set. Held while a
@@ -123,6 +126,7 @@ final class Poller: Sendable {
     /// does it): a host that starts waiting on the descriptor before the loop's first ``Loop/runPass(in:)`` wakes at
     /// once, and that pass readies the loop for the host's waits. Any thread.
     func readyForHostUnlessWaiting() {
+        if !isHosted.load(ordering: .relaxed) { isHosted.store(true, ordering: .relaxed) }
         guard !isWaiting.load(ordering: .sequentiallyConsistent) else { return }
         guard !ForkGuard.isStale(forkGeneration) else { return }
         lifecycle.withLock { registrations in

@@ -1,0 +1,54 @@
+/// A `Clock` whose sleeps are a loop's own timers: `Task.sleep(for:tolerance:clock:)`, `clock.measure { }` and any
+/// API that takes `some Clock` (a debounce, a retry back-off) then wake up in the loop's passes, in one of its modes,
+/// sharing the loop's wake-ups within the tolerance asked for.
+///
+/// Its instants are ``Loop/Instant``: `CLOCK_MONOTONIC`, the clock of every loop deadline, which does not advance
+/// while the machine is suspended and which wall-clock changes never move. A sleep is a one-shot
+/// ``LoopTimer`` added to ``mode`` of ``loop`` (see ``Loop/sleep(until:tolerance:in:)``): it ends when that timer
+/// fires in a pass of the mode, so a loop that is not running, or runs another mode, delays it. A cancelled sleep
+/// removes its timer at once and throws `CancellationError`. The task resumes on its own executor afterwards (a
+/// task that prefers the loop as its task executor, or an actor on the loop, resumes on the loop's thread).
+///
+/// Threading: a value, safe from any thread and task.
+public struct LoopClock: Clock {
+    /// The clock's instants: the loop's monotonic time.
+    public typealias Instant = Loop.Instant
+
+    /// The loop whose timers measure the sleeps.
+    public let loop: Loop
+    /// The mode the sleeps' timers are added to.
+    public let mode: Loop.Mode
+
+    /// A clock on `loop`'s timers in `mode` (default ``Loop/Mode/default``; ``Loop/Mode/common`` sleeps through
+    /// every common mode). Any thread.
+    public init(loop: Loop, mode: Loop.Mode = .default) {
+        self.loop = loop
+        self.mode = mode
+    }
+
+    /// The current time on the monotonic clock.
+    public var now: Loop.Instant { .now }
+
+    /// One nanosecond: the timerfd's unit. How close a sleep ends to its deadline depends on the tolerance and on
+    /// what the loop is doing, not on this figure.
+    public var minimumResolution: Duration { .nanoseconds(1) }
+
+    /// Suspends the calling task until `deadline`, by a one-shot timer on ``loop`` in ``mode`` that may fire up to
+    /// `tolerance` late (`nil`: zero). Any task.
+    /// - Throws: `CancellationError` when the task is cancelled (before or during the sleep; its timer is removed
+    ///   at once); ``LoopError/Code/loopTerminated`` when the loop's thread exits first;
+    ///   ``LoopError/Code/invalidTolerance`` for a negative tolerance.
+    public func sleep(until deadline: Loop.Instant, tolerance: Duration? = nil) async throws {
+        try await loop.sleep(until: deadline, tolerance: tolerance ?? .zero, in: mode)
+    }
+}
+
+extension Loop.Instant: InstantProtocol {}
+
+extension Loop {
+    /// A clock on this loop's timers in the default mode (see ``LoopClock``). Any thread.
+    public var clock: LoopClock { LoopClock(loop: self) }
+
+    /// A clock on this loop's timers in `mode` (see ``LoopClock``). Any thread.
+    public func clock(in mode: Mode) -> LoopClock { LoopClock(loop: self, mode: mode) }
+}

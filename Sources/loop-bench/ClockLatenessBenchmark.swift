@@ -1,0 +1,97 @@
+import Glibc
+import RunLoopKit
+
+/// C, clock lateness: 1,000 sleeps of 1 ms one after another (100 with `--quick`), each measured from its deadline
+/// to the moment the sleeping code runs again; median and 99th percentile in µs, four ways in one run:
+///
+/// - `loop`: `Task.sleep(for:clock: loop.clock)` in a task that prefers the loop (it resumes on the loop's thread);
+/// - `loop_tol`: the same with a tolerance of 500 µs;
+/// - `loop_global`: the loop's clock from a task on the global executor (the resumption hops back to it);
+/// - `continuous`: `Task.sleep(for:)` on `ContinuousClock`, the runtime's own timer, from the global executor.
+final class ClockLatenessBenchmark: Benchmark {
+    static let id = "C"
+    static let title = "clock lateness"
+
+    private let sleeps: Int
+    private var thread: LoopThread?
+
+    init(scale: Int) {
+        sleeps = 1_000 / scale
+    }
+
+    func setUp() throws {
+        thread = try LoopThread(name: "bench-clock")
+    }
+
+    func run() throws -> [Metric] {
+        let loop = thread!.loop
+        let sleeps = self.sleeps
+        let onLoop = try Self.measure(preferring: loop) {
+            try await Self.lateness(sleeps, tolerance: nil, clock: loop.clock)
+        }
+        let tolerant = try Self.measure(preferring: loop) {
+            try await Self.lateness(sleeps, tolerance: .microseconds(500), clock: loop.clock)
+        }
+        let fromGlobal = try Self.measure(preferring: nil) {
+            try await Self.lateness(sleeps, tolerance: nil, clock: loop.clock)
+        }
+        let continuous = try Self.measure(preferring: nil) {
+            try await Self.lateness(sleeps, tolerance: nil, clock: ContinuousClock())
+        }
+        var metrics: [Metric] = []
+        for (name, samples) in [
+            ("loop", onLoop), ("loop_tol", tolerant), ("loop_global", fromGlobal), ("continuous", continuous),
+        ] {
+            let sorted = samples.sorted()
+            metrics.append(
+                Metric(
+                    "\(name) p50", unit: "µs", key: "\(name)_p50_us",
+                    value: Double(Percentile.nearestRank(50, of: sorted)) / 1e3, decimals: 1))
+            metrics.append(
+                Metric(
+                    "\(name) p99", unit: "µs", key: "\(name)_p99_us",
+                    value: Double(Percentile.nearestRank(99, of: sorted)) / 1e3, decimals: 1))
+        }
+        return metrics
+    }
+
+    func tearDown() {
+        thread?.stop()
+    }
+
+    /// Sleeps `count` times for 1 ms on `clock`; answers each sleep's lateness in nanoseconds.
+    private static func lateness<C: _Concurrency.Clock>(
+        _ count: Int, tolerance: Duration?, clock: C
+    ) async throws
+        -> [Int64]
+    where C.Duration == Duration {
+        var samples: [Int64] = []
+        samples.reserveCapacity(count)
+        for _ in 0..<count {
+            let deadline = Clock.monotonic() + 1_000_000
+            try await clock.sleep(for: .milliseconds(1), tolerance: tolerance)
+            samples.append(Clock.monotonic() - deadline)
+        }
+        return samples
+    }
+
+    /// Runs `body` in a detached task (preferring `executor`, if any) and waits for its samples on this thread.
+    private static func measure(
+        preferring executor: (any TaskExecutor)?, _ body: @escaping @Sendable () async throws -> [Int64]
+    ) throws -> [Int64] {
+        let result = SamplesBox()
+        Task.detached(executorPreference: executor) {
+            result.samples = (try? await body()) ?? []
+            result.done.increment()
+        }
+        guard result.done.wait() else { throw BenchmarkFailure("C: a variant did not finish within 300 s") }
+        guard !result.samples.isEmpty else { throw BenchmarkFailure("C: a sleep threw") }
+        return result.samples
+    }
+}
+
+/// One variant's samples; written before `done` is incremented and read after it.
+private final class SamplesBox: @unchecked Sendable {
+    var samples: [Int64] = []
+    let done = WaitCounter()
+}
