@@ -48,6 +48,8 @@ public final class FileChangeSource: Sendable {
         var watches: [CInt: Watch] = [:]
         /// What ``keepsRunAlive`` was last set to, for a descriptor source made later.
         var keepsRunAlive = true
+        /// What ``rateLimit`` was last set to, for a descriptor source made later.
+        var rateLimit: RateLimit?
         /// Why the loop stopped watching the instance, when it did.
         var failure: LoopError?
     }
@@ -95,6 +97,25 @@ public final class FileChangeSource: Sendable {
     /// Why the loop stopped watching the source's descriptor (the kernel refused a change of its epoll
     /// registration), which invalidated the source; `nil` otherwise. Safe from any thread.
     public var failure: LoopError? { state.withLock { $0.failure } }
+
+    /// At most how often the source reads its queue and hands what it found to the handler: `nil` (the default) for
+    /// no limit. Safe from any thread. For a watch on files that change in a storm: each time the loop finds the
+    /// source ready counts as one call (the handler is then called once per queued change), and a call that would
+    /// exceed the limit pauses the source until the limit's window ends, while the kernel keeps queueing changes. Past
+    /// its queue's capacity the kernel drops them and the handler hears ``FileChange/Kind/overflow``, so nothing is
+    /// lost silently. See ``RateLimit``, and Docs/Services.md, "Rate limits".
+    public var rateLimit: RateLimit? {
+        get { state.withLock { $0.rateLimit } }
+        set {
+            state.withLock { state in
+                state.rateLimit = newValue
+                state.watcher.source?.rateLimit = newValue
+            }
+        }
+    }
+
+    /// Whether the source is paused by its ``rateLimit`` now. Safe from any thread; the answer may be stale at once.
+    public var isRateLimited: Bool { descriptorSource?.isRateLimited ?? false }
 
     /// Whether the source keeps runs of its modes going (default `true`, CF's rule for every source). Set it to
     /// `false` for a source that should report while the loop runs for other reasons but never be the reason
@@ -206,6 +227,7 @@ public final class FileChangeSource: Sendable {
                 source = try makeDescriptorSource(watching: instance.descriptor)
             }
             source.keepsRunAlive = state.keepsRunAlive
+            if let limit = state.rateLimit { source.rateLimit = limit }
             try loop.add(source, to: mode)
             state.watcher.source = source
         }

@@ -295,3 +295,38 @@ extension FileChangeSourceTests {
         #expect(names.all == ["seen"])
     }
 }
+
+extension FileChangeSourceTests {
+    /// A storm of changes under a rate limit: the second batch waits for the window's end, queued in the kernel,
+    /// and is then reported whole.
+    @Test func aRateLimitedSourceReportsTheChangesThatWaitedAfterThePause() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let names = Recorder<String>()
+        let times = Recorder<ContinuousClock.Instant>()
+        let pausedSeen = ItemsSupport.Flag()
+        ItemsSupport.onLoopThread { loop in
+            let source = try! FileChangeSource(watching: directory.path, for: .created) { _, change in
+                names.append(change.name ?? "?")
+                times.append(.now)
+            }
+            source.rateLimit = try! RateLimit(burst: 1, per: .milliseconds(300))
+            try! loop.add(source)
+            try! loop.add(ItemsSupport.keepAlive())
+            directory.write("first")
+            ItemsSupport.run(loop) { names.count == 1 }
+            directory.write("second")
+            directory.write("third")
+            ItemsSupport.run(loop) {
+                if source.isRateLimited { pausedSeen.set() }
+                return names.count == 3
+            }
+            #expect(source.rateLimit != nil)
+            source.invalidate()
+        }
+        #expect(names.all == ["first", "second", "third"])
+        #expect(pausedSeen.isSet)
+        let gap = times.all[1] - times.all[0]
+        #expect(gap >= .milliseconds(250), "the second batch came \(gap) after the first")
+    }
+}
