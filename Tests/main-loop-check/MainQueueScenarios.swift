@@ -238,3 +238,70 @@ func scriptEndsScenario() {
     check(kept == .stopped, "with the main queue keeping it alive the run answered \(kept)")
     pass("script_run_ms=\(elapsed / 1_000_000)")
 }
+
+/// Main-actor state touched by the items of `mainActorHandlersScenario`.
+@MainActor private var isolatedHandlerCalls: [String] = []
+
+/// Items of every kind, and one-shot callbacks, with `@MainActor` handlers on `Loop.main`: each touches main-actor
+/// state directly (no `assumeIsolated` in the handler); the same items offered to another loop are refused with
+/// `isolationMismatch` and stay free for `Loop.main`.
+func mainActorHandlersScenario() {
+    let loop = Loop.main
+    let pipe = UnsafeMutablePointer<CInt>.allocate(capacity: 2)
+    check(Glibc.pipe(pipe) == 0, "pipe failed")
+    let source = LoopSource { @MainActor in isolatedHandlerCalls.append("source") }
+    let sourceWithItem = LoopSource { @MainActor (source: LoopSource) in
+        isolatedHandlerCalls.append("source(item)")
+        source.invalidate()
+    }
+    let descriptor = try! FileDescriptorSource(descriptor: pipe[0]) { @MainActor (source, _) in
+        isolatedHandlerCalls.append("descriptor")
+        source.invalidate()
+    }
+    let observer = LoopObserver(activities: .beforeWaiting, repeats: false) { @MainActor activity in
+        isolatedHandlerCalls.append("observer")
+    }
+    let timer = try! LoopTimer(after: .milliseconds(5)) { @MainActor _ in
+        isolatedHandlerCalls.append("timer")
+        Loop.main.stop()
+    }
+    // Refused by another loop, and still free for the main loop afterwards.
+    let other = try! LoopThread(name: "not-main")
+    for attempt in [{ try other.loop.add(source) }, { try other.loop.add(timer) }, { try other.loop.add(observer) }] {
+        do {
+            try attempt()
+            fail("another loop accepted an item with a @MainActor handler")
+        } catch let error as LoopError {
+            check(error.code == .isolationMismatch, "another loop threw \(error)")
+        } catch {
+            fail("unexpected \(error)")
+        }
+    }
+    do {
+        try other.loop.schedule(after: .zero, mainActorCallback: {})
+        fail("another loop scheduled a @MainActor callback")
+    } catch {
+        check(error.code == .isolationMismatch, "schedule threw \(error)")
+    }
+    other.stop()
+
+    try! loop.add(source)
+    try! loop.add(sourceWithItem)
+    try! loop.add(descriptor)
+    try! loop.add(observer)
+    try! loop.schedule(after: .milliseconds(1), mainActorCallback: { isolatedHandlerCalls.append("callback") })
+    source.signal()
+    sourceWithItem.signal()
+    var byte: UInt8 = 1
+    check(write(pipe[1], &byte, 1) == 1, "write failed")
+    try! loop.add(timer)
+    let result = loop.run(in: .default, for: .seconds(30))
+    check(result == .stopped, "run answered \(result)")
+    let calls = MainActor.assumeIsolated { isolatedHandlerCalls }
+    let expected: Set = ["source", "source(item)", "descriptor", "observer", "callback", "timer"]
+    check(Set(calls) == expected, "calls \(calls)")
+    source.invalidate()
+    close(pipe[0])
+    close(pipe[1])
+    pass("calls=\(calls.count)")
+}

@@ -18,6 +18,7 @@ let scenarios: [String: () -> Void] = [
     "opt-out": optOutScenario,
     "script-ends": scriptEndsScenario,
     "assume-isolated": assumeIsolatedScenario,
+    "main-actor-handlers": mainActorHandlersScenario,
     "poll-interrupted": pollInterruptedScenario,
     "poll-fails": pollFailsScenario,
 ]

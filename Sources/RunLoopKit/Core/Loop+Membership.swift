@@ -98,6 +98,7 @@ extension Loop {
         }
         // Checked before binding, so an item offered to a dead loop stays free for a live one.
         guard !isTerminated else { throw terminatedLoopError }  // A parent's loop in a fork() child included.
+        if let isolation = base.handlerIsolation { try requireIsolation(to: isolation) }
         guard base.bind(to: self) else {
             throw LoopError(.ownedByAnotherLoop, message: "the item already belongs to another loop")
         }

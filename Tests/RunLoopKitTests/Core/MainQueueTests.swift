@@ -34,6 +34,9 @@ import Testing
         Scenario(name: "main-task", shows: "a main-actor task started from synchronous main runs inside the main loop"),
         Scenario(name: "assume-isolated", shows: "a handler on the main loop can assume main-actor isolation"),
         Scenario(name: "opt-out", shows: "the main loop can ignore the main queue"),
+        Scenario(
+            name: "main-actor-handlers",
+            shows: "@MainActor handlers of every item kind run on Loop.main; other loops refuse them"),
     ]
 
     @Test(arguments: scenarios)

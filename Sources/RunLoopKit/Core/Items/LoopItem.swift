@@ -50,6 +50,11 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
     /// ``appliedRateLimiter`` as a reference. Loop thread only.
     final var activeRateLimiter: RateLimiter? { appliedRateLimiter?.takeUnretainedValue() }
 
+    /// The actor the item's handler is isolated to (`MainActor.shared`, or an actor whose executor is a loop), or
+    /// `nil` for a plain `@Sendable` handler: what `add` checks against the loop. Written once by the initialiser,
+    /// before the item is shared.
+    final var handlerIsolation: AnyObject? = nil
+
     init() {}
 
     /// Whether the item can still be added to a loop and called: false once it was invalidated, and for a one-shot
