@@ -597,12 +597,14 @@ extension FaultScenarios {
                 }
             case .fileChangeUnwatch:
                 let dropped = try! source.addWatch(directory.path("."), for: .deleted)
+                if fault.expectation == .trap { directory.remove() }  // The process ends in the call: no defer runs.
                 injecting(fault, &found) { source.removeWatch(dropped) }
                 if !source.watches.isEmpty { found.append("a removed watch is still listed") }
                 try! source.addWatch(directory.path, for: .created)
             default:  // .fileChangeRead
                 try! source.addWatch(directory.path, for: .created)
                 directory.write("during")
+                if fault.expectation == .trap { directory.remove() }  // The change stays queued; no defer runs.
                 var scripted = fault.fault
                 scripted.descriptor = source.inotifyDescriptor ?? -1
                 let (_, counts) = FaultInjection.with([scripted]) {
