@@ -40,7 +40,17 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidArgument = Code("invalidArgument")
         /// The ``LoopThread`` was stopped (or is stopping) and accepts no more work.
         public static let threadStopped = Code("threadStopped")
-        /// The running kernel lacks a facility the call needs (`ENOSYS`), e.g. `pidfd_open` before Linux 5.3.
+        /// A path names no file (`ENOENT`), e.g. a file-change watch of a file that does not exist.
+        public static let notFound = Code("notFound")
+        /// The process may not do what was asked (`EACCES`, `EPERM`), e.g. watch a file it cannot read, or arm a
+        /// memory-pressure trigger whose window needs `CAP_SYS_RESOURCE`.
+        public static let permissionDenied = Code("permissionDenied")
+        /// A per-user or system-wide limit is reached, e.g. inotify's watches (`ENOSPC`,
+        /// `fs.inotify.max_user_watches`) or instances (`EMFILE`, `fs.inotify.max_user_instances`); the message
+        /// names the limit.
+        public static let limitReached = Code("limitReached")
+        /// The running kernel lacks a facility the call needs (`ENOSYS`), e.g. `pidfd_open` before Linux 5.3, or
+        /// pressure stall information (no `/proc/pressure`, or `psi=0`).
         public static let unsupported = Code("unsupported")
         /// A system call failed for a reason not listed above; see ``LoopError/errno``.
         public static let systemCallFailed = Code("systemCallFailed")

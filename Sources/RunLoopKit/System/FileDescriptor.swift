@@ -19,6 +19,50 @@ enum FileDescriptorCalls {
         opened(try retryingOnInterrupt("open") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }, by: "open")
     }
 
+    /// Opens `path` for reading and writing, non-blocking and close-on-exec: how a pressure file is opened to
+    /// arm a trigger on it.
+    ///
+    /// The corresponding C call is `open(2)` with `O_RDWR | O_NONBLOCK | O_CLOEXEC`.
+    static func openForReadingAndWriting(_ path: String) throws(SystemError) -> CInt {
+        let flags = O_RDWR | O_NONBLOCK | O_CLOEXEC
+        return opened(try retryingOnInterrupt("open") { Glibc.open(path, flags) }, by: "open")
+    }
+
+    /// Writes `bytes` to `descriptor` in one call; answers how many were written.
+    ///
+    /// The corresponding C call is `write(2)`.
+    static func write(_ descriptor: CInt, _ bytes: [UInt8]) throws(SystemError) -> Int {
+        let written = bytes.withUnsafeBytes { buffer in
+            Result { () throws(SystemError) in
+                try retryingOnInterrupt("write", on: descriptor) {
+                    Glibc.write(descriptor, buffer.baseAddress, buffer.count)
+                }
+            }
+        }
+        return try written.get()
+    }
+
+    /// The whole of a small file (a `/proc` or `/sys` file), read through ``openForReading(_:)`` and
+    /// ``read(_:into:)`` until end of file.
+    static func contents(of path: String) throws(SystemError) -> [UInt8] {
+        let descriptor = try openForReading(path)
+        defer { close(descriptor) }
+        var contents: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = try read(descriptor, into: &buffer)
+            if count == 0 { return contents }
+            contents += buffer.prefix(count)
+        }
+    }
+
+    /// Whether `path` names an existing file (following symbolic links).
+    ///
+    /// The corresponding C call is `access(2)` with `F_OK`.
+    static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
     /// Reads at most `buffer.count` bytes into `buffer`; answers how many (0 at end of file).
     ///
     /// The corresponding C call is `read(2)`.

@@ -56,6 +56,16 @@ struct FaultCase: Codable, Sendable, CustomTestStringConvertible {
         case threadNameLookup
         /// `SystemdNotifier.notify`: socket(2) and sendto(2) of one datagram to `NOTIFY_SOCKET`.
         case serviceNotification
+        /// `FileChangeSource(order:handler:)`: inotify_init1.
+        case fileChangeCreate
+        /// `FileChangeSource.addWatch`: inotify_add_watch.
+        case fileChangeWatch
+        /// `FileChangeSource.removeWatch`: inotify_rm_watch.
+        case fileChangeUnwatch
+        /// A change is queued: the source's loop reads its inotify descriptor, read(2).
+        case fileChangeRead
+        /// `MemoryPressureSource(trigger:path:)`: open(2) of the pressure file, write(2) of the trigger.
+        case memoryPressureCreate
     }
 
     /// What the caller must see.
@@ -94,7 +104,8 @@ struct FaultCase: Codable, Sendable, CustomTestStringConvertible {
             ENOMEM: "ENOMEM", ENOSPC: "ENOSPC", EPERM: "EPERM", ENOENT: "ENOENT", EMFILE: "EMFILE", ENFILE: "ENFILE",
             ENODEV: "ENODEV", EFAULT: "EFAULT", ESRCH: "ESRCH", ENOSYS: "ENOSYS", ECHILD: "ECHILD", EACCES: "EACCES",
             EIO: "EIO", ECONNREFUSED: "ECONNREFUSED", ENOBUFS: "ENOBUFS", EMSGSIZE: "EMSGSIZE",
-            EAFNOSUPPORT: "EAFNOSUPPORT",
+            EAFNOSUPPORT: "EAFNOSUPPORT", ENOTDIR: "ENOTDIR", ENAMETOOLONG: "ENAMETOOLONG", EOPNOTSUPP: "EOPNOTSUPP",
+            EROFS: "EROFS", EBUSY: "EBUSY",
         ]
         return names[code] ?? "errno \(code)"
     }
@@ -108,6 +119,51 @@ enum FaultMatrix {
 
     static let cases: [FaultCase] =
         loopCreation + descriptors + wakeUps + waitsAndTimers + signals + children + threadNames + notifications
+        + fileChanges + memoryPressure
+
+    /// inotify: every refusal a typed error naming its limit where one is at stake; a failed read of the source's
+    /// own descriptor traps (as a signal source's does).
+    static let fileChanges: [FaultCase] =
+        rows(
+            "inotify_init1", .fileChangeCreate,
+            [
+                (EINTR, .transparent), (EMFILE, .typedError("limitReached")), (ENFILE, .typedError(failed)),
+                (ENOMEM, .typedError(failed)), (EINVAL, .typedError(failed)),
+            ])
+        + rows(
+            "inotify_add_watch", .fileChangeWatch,
+            [
+                (EINTR, .transparent), (ENOENT, .typedError("notFound")), (EACCES, .typedError("permissionDenied")),
+                (ENOSPC, .typedError("limitReached")), (ENOTDIR, .typedError("invalidArgument")),
+                (ENAMETOOLONG, .typedError("invalidArgument")), (ELOOP, .typedError("invalidArgument")),
+                (ENOMEM, .typedError(failed)), (EFAULT, .typedError(failed)), (EBADF, .typedError(failed)),
+                (EINVAL, .typedError(failed)),
+            ])
+        // EINVAL: the kernel ended the watch first (its path deleted); the watch is forgotten all the same.
+        + rows("inotify_rm_watch", .fileChangeUnwatch, [(EINTR, .transparent), (EINVAL, .tolerated), (EBADF, .trap)])
+        // EAGAIN: nothing queued after all; the descriptor stays readable and the next pass reads the change.
+        + rows(
+            "read", .fileChangeRead,
+            [(EINTR, .transparent), (EAGAIN, .transparent), (EBADF, .trap), (EFAULT, .trap), (EINVAL, .trap)])
+
+    /// PSI: no file or a refused trigger is `unsupported` (no PSI) or `permissionDenied` (the capability a window
+    /// needs); the opened file is closed either way.
+    static let memoryPressure: [FaultCase] =
+        rows(
+            "open", .memoryPressureCreate,
+            [
+                (EINTR, .transparent), (ENOENT, .typedError("unsupported")), (EACCES, .typedError("permissionDenied")),
+                (EPERM, .typedError("permissionDenied")), (EROFS, .typedError("permissionDenied")),
+                (EMFILE, .typedError(failed)), (ENFILE, .typedError(failed)), (ENOMEM, .typedError(failed)),
+            ])
+        + rows(
+            "write", .memoryPressureCreate,
+            [
+                (EINTR, .transparent), (EOPNOTSUPP, .typedError("unsupported")), (ENODEV, .typedError("unsupported")),
+                (EINVAL, .typedError("invalidArgument")), (EPERM, .typedError("permissionDenied")),
+                (EACCES, .typedError("permissionDenied")), (EBUSY, .typedError(failed)), (ENOMEM, .typedError(failed)),
+                (EFAULT, .typedError(failed)),
+            ])
 
     /// The service manager's socket: every failure is the caller's to see, and the socket is closed either way.
     static let notifications: [FaultCase] =

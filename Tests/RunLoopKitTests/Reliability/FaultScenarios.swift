@@ -27,6 +27,8 @@ enum FaultScenarios {
         case .childExitCreate, .childExitReap: childExit(fault, &problems)
         case .threadNameLookup: threadName(fault, &problems)
         case .serviceNotification: serviceNotification(fault, &problems)
+        case .fileChangeCreate, .fileChangeWatch, .fileChangeUnwatch, .fileChangeRead: fileChange(fault, &problems)
+        case .memoryPressureCreate: memoryPressure(fault, &problems)
         }
         let leaked = FaultInjection.openDescriptors.filter { before[$0.key] == nil }
         if !leaked.isEmpty { problems.append("descriptors leaked: \(leaked)") }
@@ -546,4 +548,110 @@ extension FaultScenarios {
 extension FaultCase.Scenario {
     /// Whether the scenario's source lives in a mode that is not the default one.
     var isParking: Bool { self == .descriptorPark || self == .descriptorUnpark }
+}
+
+// MARK: Services on descriptors
+
+extension FaultScenarios {
+    /// A file-change source made, watching a directory, in a loop on this thread: the case's call fails where its
+    /// scenario makes it; afterwards a change made in the directory is still reported (unless the source could not
+    /// be made), and the source's invalidation leaves no descriptor behind.
+    fileprivate static func fileChange(_ fault: FaultCase, _ problems: inout [String]) {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let local = Box<[String]>([])
+        ItemsSupport.onLoopThread { loop in
+            var found: [String] = []
+            let names = Recorder<String>()
+            let make = { () throws(LoopError) in
+                try FileChangeSource(order: 0) { _, change in names.append(change.name ?? "-") }
+            }
+            guard fault.scenario != .fileChangeCreate else {
+                let made = injecting(fault, &found) { Result { () throws(LoopError) in try make() } }
+                switch made {
+                case .success(let source):
+                    check(nil, fault, &found)
+                    source.invalidate()
+                case .failure(let error):
+                    check(error, fault, &found)
+                }
+                local.value = found
+                return
+            }
+            let source = try! make()
+            try! loop.add(source)
+            switch fault.scenario {
+            case .fileChangeWatch:
+                let error = injecting(fault, &found) { () -> LoopError? in
+                    do throws(LoopError) {
+                        try source.addWatch(directory.path, for: .created)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                check(error, fault, &found)
+                if error != nil {
+                    if !source.watches.isEmpty { found.append("a refused watch is listed") }
+                    try! source.addWatch(directory.path, for: .created)  // Once the fault is gone, it works.
+                }
+            case .fileChangeUnwatch:
+                let dropped = try! source.addWatch(directory.path("."), for: .deleted)
+                if fault.expectation == .trap { directory.remove() }  // The process ends in the call: no defer runs.
+                injecting(fault, &found) { source.removeWatch(dropped) }
+                if !source.watches.isEmpty { found.append("a removed watch is still listed") }
+                try! source.addWatch(directory.path, for: .created)
+            default:  // .fileChangeRead
+                try! source.addWatch(directory.path, for: .created)
+                directory.write("during")
+                if fault.expectation == .trap { directory.remove() }  // The change stays queued; no defer runs.
+                var scripted = fault.fault
+                scripted.descriptor = source.inotifyDescriptor ?? -1
+                let (_, counts) = FaultInjection.with([scripted]) {
+                    loop.run(in: .default, for: .seconds(5), returnAfterSourceHandled: true)
+                }
+                if counts.first != fault.times {
+                    found.append("fault hit \(counts.first ?? 0)×, scripted \(fault.times)×")
+                }
+            }
+            directory.write("after")
+            ItemsSupport.run(loop, timeout: .seconds(5)) { names.all.contains("after") }
+            let expected = fault.scenario == .fileChangeRead ? ["during", "after"] : ["after"]
+            if names.all != expected { found.append("changes reported: \(names.all), expected \(expected)") }
+            checkNotSpinning(loop, &found)
+            source.invalidate()
+            local.value = found
+        }
+        problems += local.value!
+    }
+
+    /// A memory-pressure source made on this machine's pressure file (a plain file standing in where the kernel has
+    /// no PSI): a typed error with the file closed, or a source that is added to a loop and invalidated.
+    fileprivate static func memoryPressure(_ fault: FaultCase, _ problems: inout [String]) {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let realFile = MemoryPressureFile.preferredPath()
+        let path = realFile ?? directory.path("memory.pressure")
+        if realFile == nil { directory.write("memory.pressure", "") }
+        let trigger = try! MemoryPressureTrigger(parsing: "some 150ms 2s")
+        let made = injecting(fault, &problems) {
+            Result { () throws(LoopError) in try MemoryPressureSource(trigger: trigger, path: path) { _, _ in } }
+        }
+        switch made {
+        case .success(let source):
+            check(nil, fault, &problems)
+            if realFile != nil {
+                let added = Box<Bool>()
+                ItemsSupport.onLoopThread { loop in
+                    try! loop.add(source)
+                    added.value = loop.contains(source)
+                    source.invalidate()
+                }
+                if added.value != true { problems.append("the source is not in its loop") }
+            }
+            source.invalidate()
+        case .failure(let error):
+            check(error, fault, &problems)
+        }
+    }
 }
