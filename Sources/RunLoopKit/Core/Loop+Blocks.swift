@@ -198,12 +198,15 @@ extension Loop {
     func run(_ block: PendingBlock) {
         switch block.work {
         case nil:
+            MetricsCells.bump(metricsCells.blocksRun)
             block.closure()
         case .job(let queued):
+            MetricsCells.bump(metricsCells.jobsRun)
             runStack.isRunningJob = true
             queued.job.runSynchronously(on: queued.executor)
             runStack.isRunningJob = false
         case .call(let call):
+            MetricsCells.bump(metricsCells.blocksRun)
             call.function(call.argument)
         }
     }

@@ -317,6 +317,7 @@ extension Loop {
             // Masked now, not when the report was read: an earlier handler of this pass may have changed `events`.
             let reported = events.reported(by: source.events)
             guard !reported.isEmpty else { continue }
+            MetricsCells.bump(metricsCells.descriptorReports)
             source.handler(source, reported)
             handled = true
         }
@@ -362,6 +363,7 @@ extension Loop {
                 continue
             }
             let source = descriptorTable.failed.remove(at: index).source
+            MetricsCells.bump(metricsCells.descriptorReports)
             source.handler(source, .invalid)
             told = true
         }

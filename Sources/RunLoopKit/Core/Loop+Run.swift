@@ -75,17 +75,21 @@ extension Loop {
             control.wakeRequested.store(false, ordering: .relaxed)
         }
         if servesMainQueue(in: state) { attachMainQueue() }
+        let startedAt = pollOnce ? deadline : MonotonicClock.now()  // A poll's deadline is a reading of now.
+        metricsEnterRun(at: startedAt)
         let outer = runStack.push(state, deadline: deadline)
         setRunningMode(name)
         enter(state)
 
         notifyObservers(.entry)
-        let result = runPasses(in: state, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
+        let result = runPasses(
+            in: state, startedAt: startedAt, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
         notifyObservers(.exit)
 
         // A stop aimed at this run dies with it; it must not end the outer run.
         control.stopRequested.store(false, ordering: .relaxed)
         runStack.pop(restoring: outer)
+        metricsExitRun(observedExit: state.observedActivities.contains(.exit))
         setRunningMode(runStack.mode?.name)
         if let outerMode = runStack.mode { enter(outerMode) }
         return result
@@ -93,10 +97,14 @@ extension Loop {
 
     /// `__CFRunLoopRun`: passes until an exit condition holds. One pass, in the order of Docs/Iteration.md: each
     /// step is one function, in the file of its concept (blocks, sources, observers, the wait, timers, descriptors,
-    /// the main queue).
-    private func runPasses(in state: ModeState, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
+    /// the main queue). The first pass begins at `startedAt`, each next one where the previous one ended.
+    private func runPasses(
+        in state: ModeState, startedAt: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool
+    ) -> RunResult {
+        var passStart = startedAt
         while true {
             applyChanges()
+            let mark = markPass()
             notifyObservers(.beforeTimers)
             notifyObservers(.beforeSources)
             runBlocks()
@@ -111,10 +119,14 @@ extension Loop {
             if serviceMainQueue(in: state) { handledSource = true }
             runBlocks()
 
+            let passEnd = MonotonicClock.now()
+            endPass(startedAt: passStart, endedAt: passEnd, mark: mark)
+
             if handledSource && returnAfterSourceHandled { return .handledSource }
-            if pollOnce || MonotonicClock.now() >= runStack.deadline { return .timedOut }
+            if pollOnce || passEnd >= runStack.deadline { return .timedOut }
             if control.stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
             if isEmpty(state) { return .finished }
+            passStart = passEnd
         }
     }
 

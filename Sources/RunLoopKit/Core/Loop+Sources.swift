@@ -43,6 +43,7 @@ extension Loop {
                 continue
             }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
+            MetricsCells.bump(metricsCells.sourcesPerformed)
             source.performHandler(source)
             performed = true
         }

@@ -1,0 +1,77 @@
+/// Keeping the figures of ``metrics`` and calling the pass handler: the loop's thread counts callouts where it makes
+/// them (``MetricsCells/bump(_:)``, in the file of their step), and changes phase and ends passes here. Every clock
+/// reading is one the loop takes anyway (a pass's end, a run's entry), except the two around a sleep.
+extension Loop {
+    /// An outermost run begins at `time`: the loop is awake from now on. Nested runs change nothing (the loop is
+    /// awake already). Loop thread only, before the run's frame is pushed.
+    @inline(__always)
+    func metricsEnterRun(at time: Int64) {
+        guard runStack.depth == 0 else { return }
+        metricsTally.enter(.awake, at: time)
+        metricsCells.publishTime(of: metricsTally)
+    }
+
+    /// An outermost run ends: the loop is outside runs from now on. The time is the end of the run's last pass,
+    /// unless exit observers ran after it (then a reading of its own). Loop thread only, after the run's frame
+    /// was popped.
+    @inline(__always)
+    func metricsExitRun(observedExit: Bool) {
+        guard runStack.depth == 0 else { return }
+        metricsTally.enter(.outside, at: observedExit ? MonotonicClock.now() : metricsTally.lastPassEnd)
+        metricsCells.publishTime(of: metricsTally)
+    }
+
+    /// The loop is about to block in `epoll_wait`. Loop thread only. Out of line: a pass that polls pays a test.
+    @inline(never)
+    func metricsBeginSleep() {
+        metricsTally.enter(.asleep, at: MonotonicClock.now())
+        metricsCells.publishTime(of: metricsTally)
+    }
+
+    /// The loop returned from a blocking `epoll_wait`. Loop thread only.
+    @inline(never)
+    func metricsEndSleep() {
+        metricsTally.enter(.awake, at: MonotonicClock.now())
+        metricsCells.publishTime(of: metricsTally)
+    }
+
+    /// What a pass beginning now is measured from, if a pass handler is set (`nil`: nothing to report). Loop
+    /// thread only.
+    @inline(__always)
+    func markPass() -> PassReporter.Mark? {
+        guard passReporter.handler != nil else { return nil }
+        return PassReporter.Mark(asleep: metricsTally.asleep, handled: metricsCells.handled)
+    }
+
+    /// A pass that began at `startedAt` ends at `endedAt`: counted, its length weighed against the longest, and the
+    /// pass handler called if the pass was `mark`ed. Loop thread only.
+    @inline(__always)
+    func endPass(startedAt: Int64, endedAt: Int64, mark: PassReporter.Mark?) {
+        let duration = endedAt &- startedAt
+        MetricsCells.bump(metricsCells.passes)
+        metricsTally.lastPassEnd = endedAt
+        if duration > metricsTally.longestPass { recordLongestPass(duration) }
+        if let mark { reportPass(startedAt: startedAt, duration: duration, mark: mark) }
+    }
+
+    /// A pass longer than every earlier one.
+    @inline(never)
+    private func recordLongestPass(_ duration: Int64) {
+        metricsTally.longestPass = duration
+        metricsCells.longestPass.store(duration, ordering: .relaxed)
+    }
+
+    /// Calls the pass handler with the figures of the pass that just ended, unless it is running already (a run
+    /// nested in it) or was removed during the pass.
+    @inline(never)
+    private func reportPass(startedAt: Int64, duration: Int64, mark: PassReporter.Mark) {
+        guard let handler = passReporter.handler, !passReporter.isCalling else { return }
+        let figures = PassFigures(
+            number: metricsCells.passes.load(ordering: .relaxed), depth: runStack.depth,
+            startedAt: Instant(nanoseconds: startedAt), duration: .nanoseconds(duration),
+            slept: .nanoseconds(metricsTally.asleep &- mark.asleep), handled: metricsCells.handled - mark.handled)
+        passReporter.isCalling = true
+        handler(figures)
+        passReporter.isCalling = false
+    }
+}
