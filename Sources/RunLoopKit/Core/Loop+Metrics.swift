@@ -72,9 +72,13 @@ extension Loop {
     ///
     /// A loop whose thread has exited keeps its last figures.
     public var metrics: Metrics {
-        let time = isCurrent ? metricsTally : metricsCells.readTime(retrying: !createdBeforeFork)
-        let now = MonotonicClock.now()  // Read after the time figures, so never before their phase began.
-        let (asleep, awake) = time.totals(at: now)
+        let (now, asleep, awake): (Int64, Int64, Int64)
+        if isCurrent {
+            now = MonotonicClock.now()
+            (asleep, awake) = metricsTally.totals(at: now)
+        } else {
+            (now, asleep, awake) = metricsCells.readTime(retrying: !createdBeforeFork)
+        }
         return Metrics(
             takenAt: Instant(nanoseconds: now), passes: metricsCells.passes.load(ordering: .relaxed),
             timeAsleep: .nanoseconds(asleep), timeAwake: .nanoseconds(awake),

@@ -1,38 +1,35 @@
 /// Keeping the figures of ``metrics`` and calling the pass handler: the loop's thread counts callouts where it makes
-/// them (``MetricsCells/bump(_:)``, in the file of their step), and changes phase and ends passes here. Every clock
-/// reading is one the loop takes anyway (a pass's end, a run's entry), except the two around a sleep.
+/// them (``MetricsCells/bump(_:)``, in the file of their step), and changes phase and ends passes here. A pass's end
+/// reuses the reading the exit checks take anyway; a change of phase (a sleep's start and end, an outermost run's
+/// entry and exit) takes its own, inside the sequence lock's write (``MetricsCells/changePhase(of:to:)``).
 extension Loop {
-    /// An outermost run begins at `time`: the loop is awake from now on. Nested runs change nothing (the loop is
-    /// awake already). Loop thread only, before the run's frame is pushed.
+    /// A run begins: answers the clock reading its first pass starts at. An outermost run makes the loop awake from
+    /// then on; a nested one changes nothing (the loop is awake already). Loop thread only, before the run's frame
+    /// is pushed.
     @inline(__always)
-    func metricsEnterRun(at time: Int64) {
-        guard runStack.depth == 0 else { return }
-        metricsTally.enter(.awake, at: time)
-        metricsCells.publishTime(of: metricsTally)
+    func metricsEnterRun() -> Int64 {
+        guard runStack.depth == 0 else { return MonotonicClock.now() }
+        return metricsCells.changePhase(of: &metricsTally, to: .awake)
     }
 
-    /// An outermost run ends: the loop is outside runs from now on. The time is the end of the run's last pass,
-    /// unless exit observers ran after it (then a reading of its own). Loop thread only, after the run's frame
-    /// was popped.
+    /// A run ended: after an outermost run the loop is outside runs. Loop thread only, after the run's frame was
+    /// popped.
     @inline(__always)
-    func metricsExitRun(observedExit: Bool) {
+    func metricsExitRun() {
         guard runStack.depth == 0 else { return }
-        metricsTally.enter(.outside, at: observedExit ? MonotonicClock.now() : metricsTally.lastPassEnd)
-        metricsCells.publishTime(of: metricsTally)
+        _ = metricsCells.changePhase(of: &metricsTally, to: .outside)
     }
 
     /// The loop is about to block in `epoll_wait`. Loop thread only. Out of line: a pass that polls pays a test.
     @inline(never)
     func metricsBeginSleep() {
-        metricsTally.enter(.asleep, at: MonotonicClock.now())
-        metricsCells.publishTime(of: metricsTally)
+        _ = metricsCells.changePhase(of: &metricsTally, to: .asleep)
     }
 
     /// The loop returned from a blocking `epoll_wait`. Loop thread only.
     @inline(never)
     func metricsEndSleep() {
-        metricsTally.enter(.awake, at: MonotonicClock.now())
-        metricsCells.publishTime(of: metricsTally)
+        _ = metricsCells.changePhase(of: &metricsTally, to: .awake)
     }
 
     /// What a pass beginning now is measured from, if a pass handler is set (`nil`: nothing to report). Loop
@@ -49,7 +46,6 @@ extension Loop {
     func endPass(startedAt: Int64, endedAt: Int64, mark: PassReporter.Mark?) {
         let duration = endedAt &- startedAt
         MetricsCells.bump(metricsCells.passes)
-        metricsTally.lastPassEnd = endedAt
         if duration > metricsTally.longestPass { recordLongestPass(duration) }
         if let mark { reportPass(startedAt: startedAt, duration: duration, mark: mark) }
     }
@@ -67,9 +63,8 @@ extension Loop {
     private func reportPass(startedAt: Int64, duration: Int64, mark: PassReporter.Mark) {
         guard let handler = passReporter.handler, !passReporter.isCalling else { return }
         let figures = PassFigures(
-            number: metricsCells.passes.load(ordering: .relaxed), depth: runStack.depth,
-            startedAt: Instant(nanoseconds: startedAt), duration: .nanoseconds(duration),
-            slept: .nanoseconds(metricsTally.asleep &- mark.asleep), handled: metricsCells.handled - mark.handled)
+            number: metricsCells.passes.load(ordering: .relaxed), depth: runStack.depth, startedAt: startedAt,
+            duration: duration, slept: metricsTally.asleep &- mark.asleep, handled: metricsCells.handled - mark.handled)
         passReporter.isCalling = true
         handler(figures)
         passReporter.isCalling = false

@@ -15,10 +15,12 @@ extension Loop {
         public var depth: Int
         /// When the pass began, on the monotonic clock.
         public var startedAt: Instant
-        /// How long the pass took, its sleep included.
-        public var duration: Duration
-        /// How long the loop was asleep in `epoll_wait` during the pass (zero for a pass that polled).
-        public var slept: Duration
+        /// How long the pass took, its sleep included, in nanoseconds: what swift-metrics' `Timer.recordNanoseconds`
+        /// takes (``duration`` is the same as a `Duration`).
+        public var durationNanoseconds: Int64
+        /// How long the loop was asleep in `epoll_wait` during the pass, in nanoseconds (zero for a pass that
+        /// polled).
+        public var sleptNanoseconds: Int64
         /// The callouts the pass made, by kind.
         public var handled: HandledCounts
 
@@ -29,16 +31,32 @@ extension Loop {
             self.number = number
             self.depth = depth
             self.startedAt = startedAt
-            self.duration = duration
-            self.slept = slept
+            self.durationNanoseconds = duration.saturatingNanoseconds
+            self.sleptNanoseconds = slept.saturatingNanoseconds
             self.handled = handled
         }
 
+        /// The figures of a pass that just ended, from the loop's own readings.
+        init(number: Int, depth: Int, startedAt: Int64, duration: Int64, slept: Int64, handled: HandledCounts) {
+            self.number = number
+            self.depth = depth
+            self.startedAt = Instant(nanoseconds: startedAt)
+            self.durationNanoseconds = duration
+            self.sleptNanoseconds = slept
+            self.handled = handled
+        }
+
+        /// How long the pass took, its sleep included.
+        public var duration: Duration { .nanoseconds(durationNanoseconds) }
+
+        /// How long the loop was asleep in `epoll_wait` during the pass (zero for a pass that polled).
+        public var slept: Duration { .nanoseconds(sleptNanoseconds) }
+
         /// How long the pass was awake: its ``duration`` less the time it ``slept``.
-        public var awake: Duration { duration - slept }
+        public var awake: Duration { .nanoseconds(durationNanoseconds &- sleptNanoseconds) }
 
         /// When the pass ended.
-        public var endedAt: Instant { startedAt + duration }
+        public var endedAt: Instant { Instant(nanoseconds: startedAt.nanoseconds &+ durationNanoseconds) }
     }
 
     /// Calls `handler` on the loop's thread at the end of every pass, with that pass's figures; `nil` stops the
@@ -49,7 +67,8 @@ extension Loop {
     /// One handler per loop: setting one replaces the previous one.
     ///
     /// The handler is called after the pass's last blocks and before its exit checks, once per pass, passes of
-    /// nested runs included, with a value the loop builds on the stack: a pass allocates nothing for it. A run
+    /// nested runs included, with a value the loop builds on the stack: a pass allocates nothing for it. The figures
+    /// hold nanoseconds; their `Duration` properties are computed when read. A run
     /// nested in the handler itself is not reported (the handler is not called again while it runs). It may call
     /// ``stop()``, which ends the run after this pass.
     ///

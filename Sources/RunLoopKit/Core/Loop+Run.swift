@@ -49,7 +49,7 @@ extension Loop {
         let pollOnce = duration <= .zero
         let deadline: Int64 =
             if pollOnce {
-                MonotonicClock.now()
+                .min  // Now: the run's start (a poll needs no reading of its own).
             } else if duration > LoopTimer.maximumInterval {
                 .max
             } else {
@@ -60,6 +60,7 @@ extension Loop {
     }
 
     /// `CFRunLoopRunSpecific`: checks the mode, brackets the passes with entry and exit, restores the outer run.
+    /// A run that polls once ends at its start: its `deadline` is not read.
     private func run(mode name: Mode, deadline: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
         require(!createdBeforeFork, ForkGuard.message)  // First: in a fork() child such a loop is terminated too.
         require(!isTerminated, "RunLoopKit: running a loop whose thread has exited")
@@ -75,9 +76,8 @@ extension Loop {
             control.wakeRequested.store(false, ordering: .relaxed)
         }
         if servesMainQueue(in: state) { attachMainQueue() }
-        let startedAt = pollOnce ? deadline : MonotonicClock.now()  // A poll's deadline is a reading of now.
-        metricsEnterRun(at: startedAt)
-        let outer = runStack.push(state, deadline: deadline)
+        let startedAt = metricsEnterRun()
+        let outer = runStack.push(state, deadline: pollOnce ? startedAt : deadline)
         setRunningMode(name)
         enter(state)
 
@@ -89,7 +89,7 @@ extension Loop {
         // A stop aimed at this run dies with it; it must not end the outer run.
         control.stopRequested.store(false, ordering: .relaxed)
         runStack.pop(restoring: outer)
-        metricsExitRun(observedExit: state.observedActivities.contains(.exit))
+        metricsExitRun()
         setRunningMode(runStack.mode?.name)
         if let outerMode = runStack.mode { enter(outerMode) }
         return result

@@ -8,12 +8,16 @@ import Synchronization
 /// and exit, never at the end of a pass), behind a sequence lock: the writer never waits, and a reader retries
 /// while they are being written, so the asleep and awake totals and the phase in progress it sees always agree.
 ///
-/// Writing the time: a relaxed store of an odd sequence number, a releasing store per figure and a releasing store
-/// of the next even number (plain moves on x86-64, `stlr` on arm64, no fence). Reading: the sequence (acquiring),
-/// each figure (acquiring, so the second load of the sequence cannot move before them), the sequence again; an odd
-/// or changed number means a write overlapped, and it reads again.
+/// A change of phase (``changePhase(of:to:)``) stores an odd sequence number, sequentially consistent (on x86-64
+/// an `xchg`, a full barrier), reads the clock only then, stores the figures (releasing) and the next even number
+/// (releasing). A reader (``readTime(retrying:)``) reads the sequence (acquiring), the figures (acquiring), the clock,
+/// and the sequence again (acquiring); an odd or changed number means a write overlapped, and it reads again. So the
+/// phase a reader saw was still in progress when it read the clock (the loop reads its clock for the next change
+/// only after that change's odd number is visible): a snapshot is the loop's state at one instant, the stretch it
+/// adds up to its reading is never one the loop had ended, and the totals never go back from one snapshot to the
+/// next.
 ///
-/// Threading: the bumps and ``publishTime(of:)`` on the loop's thread only; the reads from any thread.
+/// Threading: the bumps and ``changePhase(of:to:)`` on the loop's thread only; the reads from any thread.
 final class MetricsCells: Sendable {
     /// Completed passes.
     let passes = Atomic<Int>(0)
@@ -55,24 +59,29 @@ final class MetricsCells: Sendable {
             mainQueueDrains: mainQueueDrains.load(ordering: .relaxed))
     }
 
-    /// Copies the time figures of `tally` for other threads. Loop thread only, after each change of phase.
+    /// Ends the tally's phase and begins `next` now, publishing the time figures; answers the clock reading the
+    /// change was made at. Loop thread only.
     @inline(__always)
-    func publishTime(of tally: borrowing MetricsTally) {
+    func changePhase(of tally: inout MetricsTally, to next: MetricsTally.Phase) -> Int64 {
         let writing = sequence.load(ordering: .relaxed) &+ 1
-        sequence.store(writing, ordering: .relaxed)
+        // Visible before the clock is read: a reader that saw the previous phase read its clock before this one.
+        sequence.store(writing, ordering: .sequentiallyConsistent)
+        let now = MonotonicClock.now()
+        tally.enter(next, at: now)
         asleep.store(tally.asleep, ordering: .releasing)
         awake.store(tally.awake, ordering: .releasing)
         phase.store(tally.phase.rawValue, ordering: .releasing)
         phaseSince.store(tally.phaseSince, ordering: .releasing)
         sequence.store(writing &+ 1, ordering: .releasing)
+        return now
     }
 
-    /// The last published time figures, read whole, as a tally without counts. Any thread; retries while the loop's
-    /// thread writes them (five stores).
+    /// The time figures now: a clock reading, and the totals with the phase in progress counted up to it. Any
+    /// thread; retries while the loop's thread writes them (five stores).
     ///
     /// `retrying: false` takes them as they are, once: for a loop made before a `fork()`, read in the child, where
     /// the writer may have stopped for good in the middle of a write (its thread does not exist there).
-    func readTime(retrying: Bool = true) -> MetricsTally {
+    func readTime(retrying: Bool = true) -> (now: Int64, asleep: Int64, awake: Int64) {
         while true {
             let before = sequence.load(ordering: .acquiring)
             if before & 1 == 0 || !retrying {
@@ -81,7 +90,12 @@ final class MetricsCells: Sendable {
                 tally.awake = awake.load(ordering: .acquiring)
                 tally.phase = MetricsTally.Phase(rawValue: phase.load(ordering: .acquiring)) ?? .outside
                 tally.phaseSince = phaseSince.load(ordering: .acquiring)
-                if sequence.load(ordering: .relaxed) == before || !retrying { return tally }
+                // Inside the read: unless the sequence moved meanwhile, the phase read was still in progress now.
+                let now = MonotonicClock.now()
+                if sequence.load(ordering: .acquiring) == before || !retrying {
+                    let (asleep, awake) = tally.totals(at: now)
+                    return (now, asleep, awake)
+                }
             }
         }
     }

@@ -5,7 +5,7 @@
 /// Time is kept by phase, for the loop as a whole rather than per pass, so nested runs are never counted twice: the
 /// loop is outside every run, awake in one (its passes, callouts and nested runs), or asleep in `epoll_wait`. Each
 /// change of phase adds the time since the previous one to the phase it ends, from clock readings the loop takes
-/// anyway or, around a sleep, two readings per sleep.
+/// anyway or, around a sleep and at an outermost run's entry and exit, readings of their own.
 struct MetricsTally {
     /// Where the loop's time goes now.
     enum Phase: Int {
@@ -26,8 +26,6 @@ struct MetricsTally {
     /// The longest pass so far, in nanoseconds (an outer pass includes the passes of runs nested in it); the loop's
     /// own copy of ``MetricsCells/longestPass``.
     var longestPass: Int64 = 0
-    /// When the last pass ended: an outermost run without exit observers ends then.
-    var lastPassEnd: Int64 = 0
 
     /// Ends the current phase at `time`, adding its length to its total, and begins `next`.
     @inline(__always)
@@ -42,7 +40,7 @@ struct MetricsTally {
         phaseSince = time
     }
 
-    /// Time asleep and awake up to `now` (no earlier than ``phaseSince``): the phase in progress counts up to it.
+    /// Time asleep and awake up to `now`: the phase in progress counts up to it (nothing if it began later).
     func totals(at now: Int64) -> (asleep: Int64, awake: Int64) {
         let current = max(0, now &- phaseSince)
         return (phase == .asleep ? asleep &+ current : asleep, phase == .awake ? awake &+ current : awake)
