@@ -21,7 +21,12 @@ extension Loop {
         public var timeAsleep: Duration
         /// Time in runs, not asleep, the current stretch included.
         public var timeAwake: Duration
-        /// The longest pass so far, its sleep included (a pass that ran the loop nested includes the nested passes).
+        /// The longest time one pass was awake so far: its length less its sleep, callouts and nested runs included.
+        ///
+        /// The sleep is left out because a pass spans it (blocks and sources, the sleep, then timers and
+        /// descriptors): with it, an idle loop's longest pass would be its longest sleep. What is left is how long
+        /// the loop could not react: a handler that computes for 50 ms makes it at least 50 ms. It counts when the
+        /// pass ends, which may be after the loop's next sleep.
         public var longestPass: Duration
         /// The callouts made, by kind.
         public var handled: HandledCounts

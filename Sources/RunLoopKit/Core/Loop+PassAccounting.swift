@@ -32,39 +32,41 @@ extension Loop {
         _ = metricsCells.changePhase(of: &metricsTally, to: .awake)
     }
 
-    /// What a pass beginning now is measured from, if a pass handler is set (`nil`: nothing to report). Loop
-    /// thread only.
+    /// Marks the start of a pass beginning at `startedAt`, with the callouts counted so far if a pass handler is set.
+    /// Loop thread only.
     @inline(__always)
-    func markPass() -> PassReporter.Mark? {
-        guard passReporter.handler != nil else { return nil }
-        return PassReporter.Mark(asleep: metricsTally.asleep, handled: metricsCells.handled)
+    func markPass(startedAt: Int64) -> PassMark {
+        PassMark(
+            startedAt: startedAt, asleep: metricsTally.asleep,
+            handled: passReporter.handler == nil ? nil : metricsCells.handled)
     }
 
-    /// A pass that began at `startedAt` ends at `endedAt`: counted, its length weighed against the longest, and the
-    /// pass handler called if the pass was `mark`ed. Loop thread only.
+    /// The pass marked `mark` ends at `endedAt`: counted, the time it was awake (its length less its sleep) weighed
+    /// against the longest, and the pass handler called if one was set when it began. Loop thread only.
     @inline(__always)
-    func endPass(startedAt: Int64, endedAt: Int64, mark: PassReporter.Mark?) {
-        let duration = endedAt &- startedAt
+    func endPass(_ mark: PassMark, endedAt: Int64) {
         MetricsCells.bump(metricsCells.passes)
-        if duration > metricsTally.longestPass { recordLongestPass(duration) }
-        if let mark { reportPass(startedAt: startedAt, duration: duration, mark: mark) }
+        let duration = endedAt &- mark.startedAt
+        let slept = metricsTally.asleep &- mark.asleep
+        if duration &- slept > metricsTally.longestPass { recordLongestPass(duration &- slept) }
+        if let handled = mark.handled { reportPass(mark, duration: duration, slept: slept, handled: handled) }
     }
 
-    /// A pass longer than every earlier one.
+    /// A pass awake longer than every earlier one, for `awake` nanoseconds.
     @inline(never)
-    private func recordLongestPass(_ duration: Int64) {
-        metricsTally.longestPass = duration
-        metricsCells.longestPass.store(duration, ordering: .relaxed)
+    private func recordLongestPass(_ awake: Int64) {
+        metricsTally.longestPass = awake
+        metricsCells.longestPass.store(awake, ordering: .relaxed)
     }
 
     /// Calls the pass handler with the figures of the pass that just ended, unless it is running already (a run
     /// nested in it) or was removed during the pass.
     @inline(never)
-    private func reportPass(startedAt: Int64, duration: Int64, mark: PassReporter.Mark) {
+    private func reportPass(_ mark: PassMark, duration: Int64, slept: Int64, handled: HandledCounts) {
         guard let handler = passReporter.handler, !passReporter.isCalling else { return }
         let figures = PassFigures(
-            number: metricsCells.passes.load(ordering: .relaxed), depth: runStack.depth, startedAt: startedAt,
-            duration: duration, slept: metricsTally.asleep &- mark.asleep, handled: metricsCells.handled - mark.handled)
+            number: metricsCells.passes.load(ordering: .relaxed), depth: runStack.depth, startedAt: mark.startedAt,
+            duration: duration, slept: slept, handled: metricsCells.handled - handled)
         passReporter.isCalling = true
         handler(figures)
         passReporter.isCalling = false

@@ -104,7 +104,7 @@ extension Loop {
         var passStart = startedAt
         while true {
             applyChanges()
-            let mark = markPass()
+            let mark = markPass(startedAt: passStart)
             notifyObservers(.beforeTimers)
             notifyObservers(.beforeSources)
             runBlocks()
@@ -120,7 +120,7 @@ extension Loop {
             runBlocks()
 
             let passEnd = MonotonicClock.now()
-            endPass(startedAt: passStart, endedAt: passEnd, mark: mark)
+            endPass(mark, endedAt: passEnd)
 
             if handledSource && returnAfterSourceHandled { return .handledSource }
             if pollOnce || passEnd >= runStack.deadline { return .timedOut }

@@ -109,11 +109,12 @@ private func busyWait(atLeast minimum: Duration, until done: () -> Bool = { true
         #expect(late.timeAsleep == early.timeAsleep)
 
         #expect(waitUntil { finished.isSet })
-        try worker.performAndWait {}  // The busy pass has ended.
+        // The busy pass counts when it ends: the pass went on to sleep after the block, and ends once woken.
+        try worker.performAndWait {}
+        #expect(waitUntil { loop.metrics.longestPass >= .milliseconds(50) })
         let after = loop.metrics
-        #expect(after.longestPass >= .milliseconds(50))
         #expect(after.timeAwake - before.timeAwake >= .milliseconds(50))
-        #expect(after.handled.blocksRun - before.handled.blocksRun >= 2)
+        #expect(after.handled.blocksRun - before.handled.blocksRun >= 1)
     }
 
     @Test func anotherThreadSeesFiguresThatOnlyGrowWhileTheLoopRuns() throws {

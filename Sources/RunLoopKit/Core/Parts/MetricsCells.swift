@@ -21,7 +21,7 @@ import Synchronization
 final class MetricsCells: Sendable {
     /// Completed passes.
     let passes = Atomic<Int>(0)
-    /// The longest pass, in nanoseconds.
+    /// The longest time a pass was awake, in nanoseconds.
     let longestPass = Atomic<Int64>(0)
     /// Callouts, by kind (``Loop/HandledCounts``).
     let sourcesPerformed = Atomic<Int>(0)

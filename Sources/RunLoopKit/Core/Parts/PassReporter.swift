@@ -5,11 +5,4 @@ struct PassReporter {
     /// The handler is running: passes of a run nested in it are not reported.
     var isCalling = false
 
-    /// What a pass's figures are measured from, taken at its start while a handler is set.
-    struct Mark {
-        /// The loop's asleep total at the pass's start.
-        let asleep: Int64
-        /// The loop's callouts at the pass's start.
-        let handled: Loop.HandledCounts
-    }
 }
