@@ -32,13 +32,19 @@ extension Loop {
         _ = metricsCells.changePhase(of: &metricsTally, to: .awake)
     }
 
-    /// Marks the start of a pass beginning at `startedAt`, with the callouts counted so far if a pass handler is set.
+    /// Marks the start of a pass beginning at `startedAt`; keeps the callouts counted so far if a pass handler is set.
     /// Loop thread only.
     @inline(__always)
     func markPass(startedAt: Int64) -> PassMark {
-        PassMark(
-            startedAt: startedAt, asleep: metricsTally.asleep,
-            handled: passReporter.handler == nil ? nil : metricsCells.handled)
+        let isReported = passReporter.handler != nil
+        if isReported { markReportedPass() }
+        return PassMark(startedAt: startedAt, asleep: metricsTally.asleep, isReported: isReported)
+    }
+
+    /// Keeps the callouts counted so far for the handler's figures of the pass beginning now.
+    @inline(never)
+    private func markReportedPass() {
+        passReporter.markStart(metricsCells.handled, depth: runStack.depth)
     }
 
     /// The pass marked `mark` ends at `endedAt`: counted, the time it was awake (its length less its sleep) weighed
@@ -49,7 +55,7 @@ extension Loop {
         let duration = endedAt &- mark.startedAt
         let slept = metricsTally.asleep &- mark.asleep
         if duration &- slept > metricsTally.longestPass { recordLongestPass(duration &- slept) }
-        if let handled = mark.handled { reportPass(mark, duration: duration, slept: slept, handled: handled) }
+        if mark.isReported { reportPass(startedAt: mark.startedAt, duration: duration, slept: slept) }
     }
 
     /// A pass awake longer than every earlier one, for `awake` nanoseconds.
@@ -62,11 +68,12 @@ extension Loop {
     /// Calls the pass handler with the figures of the pass that just ended, unless it is running already (a run
     /// nested in it) or was removed during the pass.
     @inline(never)
-    private func reportPass(_ mark: PassMark, duration: Int64, slept: Int64, handled: HandledCounts) {
+    private func reportPass(startedAt: Int64, duration: Int64, slept: Int64) {
         guard let handler = passReporter.handler, !passReporter.isCalling else { return }
         let figures = PassFigures(
-            number: metricsCells.passes.load(ordering: .relaxed), depth: runStack.depth, startedAt: mark.startedAt,
-            duration: duration, slept: slept, handled: metricsCells.handled - handled)
+            number: metricsCells.passes.load(ordering: .relaxed), depth: runStack.depth, startedAt: startedAt,
+            duration: duration, slept: slept,
+            handled: metricsCells.handled - passReporter.startCounts[runStack.depth])
         passReporter.isCalling = true
         handler(figures)
         passReporter.isCalling = false
