@@ -193,6 +193,46 @@ private func busyWait(atLeast minimum: Duration, until done: () -> Bool = { true
                 + "4 blocks run, 1 job run, 0 main-queue drains")
     }
 
+    @Test func actorJobsCountAsJobsNotBlocks() async throws {
+        let worker = try LoopThread(name: "lm-jobs")
+        defer { worker.stop() }
+        let actor = LoopBoundRecorder(loop: worker.loop)
+        _ = await actor.increment()  // The actor's first hop is behind us.
+        let before = worker.loop.metrics
+        for _ in 0..<5 { _ = await actor.increment() }
+        let after = worker.loop.metrics  // Counted as each job runs: the await saw it run.
+        #expect((after.handled - before.handled).jobsRun >= 5)
+        #expect((after.handled - before.handled).blocksRun == 0)
+    }
+
+    @Test func aHostedLoopIsAwakeInItsPassesAndNeverAsleep() {
+        let seen = Recorder<Loop.Metrics>()
+        let (_, thread) = startLoopThread { loop in
+            let keepAlive = ItemsSupport.keepAlive()
+            let source = LoopSource {}
+            try! loop.add(keepAlive)
+            try! loop.add(source)
+            seen.append(loop.metrics)
+            for _ in 0..<10 {
+                source.signal()
+                _ = loop.runPass()
+                busyWait(atLeast: .milliseconds(10))  // The host's own work: neither asleep nor awake.
+            }
+            seen.append(loop.metrics)
+            keepAlive.invalidate()
+            source.invalidate()
+        }
+        thread.join()
+        let snapshots = seen.all
+        try? #require(snapshots.count == 2)
+        let (before, after) = (snapshots[0], snapshots[1])
+        #expect(after.passes - before.passes == 10)
+        #expect((after.handled - before.handled).sourcesPerformed == 10)
+        #expect(after.timeAsleep == before.timeAsleep)
+        #expect(after.timeAwake > before.timeAwake)
+        #expect(after.timeAwake - before.timeAwake < .milliseconds(50))  // Not the 100 ms of the host's work.
+    }
+
     @Test func timeBetweenRunsCountsAsNeitherAsleepNorAwake() {
         let seen = Recorder<Loop.Metrics>()
         let (_, thread) = startLoopThread { loop in
