@@ -73,7 +73,7 @@ extension Loop {
         let figures = PassFigures(
             number: metricsCells.passes.load(ordering: .relaxed), depth: runStack.depth, startedAt: startedAt,
             duration: duration, slept: slept,
-            handled: metricsCells.handled - passReporter.startCounts[runStack.depth])
+            handled: metricsCells.handled - passReporter.start(depth: runStack.depth))
         passReporter.isCalling = true
         handler(figures)
         passReporter.isCalling = false

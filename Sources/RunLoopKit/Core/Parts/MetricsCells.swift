@@ -47,6 +47,7 @@ final class MetricsCells: Sendable {
     }
 
     /// The callouts counted so far. Any thread; each count is exact at the moment it is read, one after another.
+    @inline(__always)
     var handled: Loop.HandledCounts {
         Loop.HandledCounts(
             sourcesPerformed: sourcesPerformed.load(ordering: .relaxed),

@@ -5,7 +5,7 @@ struct PassMark {
     let startedAt: Int64
     /// The loop's asleep total then: what the pass slept is the difference at its end.
     let asleep: Int64
-    /// A pass handler was set then: the callouts counted so far wait in ``PassReporter/startCounts`` at the run's
-    /// depth, and the pass is reported.
+    /// A pass handler was set then: the callouts counted so far wait in the ``PassReporter`` (by the run's depth),
+    /// and the pass is reported.
     let isReported: Bool
 }
