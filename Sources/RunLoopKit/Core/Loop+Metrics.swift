@@ -21,7 +21,8 @@ extension Loop {
         public var timeAsleep: Duration
         /// Time in runs, not asleep, the current stretch included.
         public var timeAwake: Duration
-        /// The longest time one pass was awake so far: its length less its sleep, callouts and nested runs included.
+        /// The longest time one pass was awake so far: its length less its sleep, callouts and nested runs included
+        /// (less their own sleeps).
         ///
         /// The sleep is left out because a pass spans it (blocks and sources, the sleep, then timers and
         /// descriptors): with it, an idle loop's longest pass would be its longest sleep. What is left is how long
@@ -72,8 +73,8 @@ extension Loop {
     /// Each count is exact at the moment it is read (the loop's thread updates it as it makes the callout, the pass
     /// count as each pass ends); the counts are read one after another. The time figures are one consistent moment:
     /// the sleep or awake stretch in progress counts up to the moment of reading. The loop keeps the figures all the
-    /// time, without an extra system call: a few plain stores per pass and two clock readings per sleep (see
-    /// Docs/Services.md).
+    /// time, without an extra system call: a few plain stores per pass, two clock readings per sleep and per outermost
+    /// run (see Docs/Services.md).
     ///
     /// A loop whose thread has exited keeps its last figures.
     public var metrics: Metrics {
