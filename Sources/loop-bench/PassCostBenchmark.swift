@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import Synchronization
 
 /// Pass cost (not one of the shared W1–W5): what one full pass of a busy loop costs, with one item of each kind
 /// and again with 10,000 idle sources and 10,000 idle timers registered beside them.
@@ -14,7 +15,9 @@ import RunLoopKit
 /// `monitored` (the plain pass with a `StallMonitor` watching the loop) and `monitored/pass`, the monitor's cost.
 ///
 /// `LOOP_BENCH_PASSES` overrides the number of passes (default 200,000; `--quick` divides it by 10), which
-/// `scripts/alloc-check.sh` uses to count heap allocations per pass under valgrind.
+/// `scripts/alloc-check.sh` uses to count heap allocations per pass under valgrind. `LOOP_BENCH_PASS_HANDLER=1`
+/// gives every measured loop a pass handler (`Loop.reportPasses(to:)`) that adds up the passes' durations, so
+/// `scripts/instructions.sh P` and `scripts/alloc-check.sh` show what a handler costs.
 final class PassCostBenchmark: Benchmark {
     static let id = "P"
     static let title = "pass cost"
@@ -90,6 +93,11 @@ private final class PassDriver: @unchecked Sendable {
         let (readEnd, writeEnd) = (ends[0], ends[1])
         let loop = Loop.current
         let counter = PassCounter(limit: passes, loop: loop)
+        let handled = PassDurations()
+        if getenv("LOOP_BENCH_PASS_HANDLER").map({ String(cString: $0) == "1" }) ?? false {
+            loop.reportPasses { figures in handled.add(figures.durationNanoseconds) }
+        }
+        defer { loop.reportPasses(to: nil) }
         var items: [() -> Void] = []
         defer { for invalidate in items { invalidate() } }
         do {
@@ -167,5 +175,15 @@ private final class PassCounter: @unchecked Sendable {
     func count() {
         passes += 1
         if passes == limit { loop.stop() }
+    }
+}
+
+/// The sum of the passes' durations a pass handler was told, so the optimiser keeps the handler's work.
+private final class PassDurations: Sendable {
+    private let nanoseconds = Atomic<Int64>(0)
+
+    /// Adds `duration` nanoseconds; called on the loop's thread only, so a load and a store.
+    func add(_ duration: Int64) {
+        nanoseconds.store(nanoseconds.load(ordering: .relaxed) &+ duration, ordering: .relaxed)
     }
 }

@@ -171,10 +171,13 @@ func handledSourceScenario() {
         waitUntilMainLoopSleeps()
         DispatchQueue.main.async { ran.withLock { $0 = true } }
     }
+    let before = Loop.main.metrics
     let result = Loop.main.run(in: .default, for: .seconds(30), returnAfterSourceHandled: true)
     check(result == .handledSource, "run answered \(result)")
     check(ran.value, "the run answered handledSource before the main-queue work ran")
-    pass("result=handledSource")
+    let drains = (Loop.main.metrics.handled - before.handled).mainQueueDrains
+    check(drains == 1, "the metrics counted \(drains) main-queue drains, not 1")
+    pass("result=handledSource drains=1")
 }
 
 /// With the main queue ignored, the main loop behaves like any loop: an empty mode finishes at once, and

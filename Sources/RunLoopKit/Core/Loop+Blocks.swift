@@ -198,8 +198,10 @@ extension Loop {
     func run(_ block: PendingBlock) {
         switch block.work {
         case nil:
+            MetricsCells.bump(metricsCells.blocksRun)
             block.closure()
         case .job(let queued):
+            MetricsCells.bump(metricsCells.jobsRun)
             runStack.isRunningJob = true
             let serial = queued.executor?.asUnownedSerialExecutor() ?? asUnownedSerialExecutor()
             if queued.runsAsTask {
@@ -212,6 +214,7 @@ extension Loop {
             }
             runStack.isRunningJob = false
         case .call(let call):
+            MetricsCells.bump(metricsCells.blocksRun)
             call.function(call.argument)
         }
     }

@@ -318,6 +318,7 @@ extension Loop {
             let reported = events.reported(by: source.events)
             guard !reported.isEmpty else { continue }
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(source, events, in: state) { continue }
+            MetricsCells.bump(metricsCells.descriptorReports)
             source.handler(source, reported)
             handled = true
         }
@@ -363,6 +364,7 @@ extension Loop {
                 continue
             }
             let source = descriptorTable.failed.remove(at: index).source
+            MetricsCells.bump(metricsCells.descriptorReports)
             source.handler(source, .invalid)
             told = true
         }

@@ -48,7 +48,7 @@ extension Loop {
             poller.finishWaiting(eventFDFired: false)
         }
         _ = run(
-            mode: mode, deadline: MonotonicClock.now(), pollOnce: true, returnAfterSourceHandled: false, hostPass: true)
+            mode: mode, deadline: .min, pollOnce: true, returnAfterSourceHandled: false, hostPass: true)
         // A mode not named yet comes into being, so items added to it later wake the host.
         if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && armTimer(until: .max) { return false }
         poller.finishWaiting(eventFDFired: false)

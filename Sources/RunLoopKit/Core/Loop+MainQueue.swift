@@ -94,8 +94,15 @@ extension Loop {
 
     /// Step 9c: drains the main queue if it reported work and this run serves it; answers whether it did (which
     /// counts as a handled source, as in CF). Loop thread only.
+    @inline(__always)
     func serviceMainQueue(in state: ModeState) -> Bool {
+        // Inline, so a pass of any other loop than the main one pays a load and a test, not a call.
         guard servesMainQueue(in: state) else { return false }
+        return drainMainQueue()
+    }
+
+    /// ``serviceMainQueue(in:)`` on a run that serves the main queue.
+    private func drainMainQueue() -> Bool {
         guard mainQueue.hasWork, let descriptor = mainQueue.descriptor else {
             attachMainQueue()  // Opted in during this run (``servesMainQueue`` woke it): watch from now on.
             return false
@@ -104,6 +111,7 @@ extension Loop {
         // Read before draining: work queued during the drain writes the eventfd again and is seen next pass.
         try? EventFD.drain(descriptor)
         mainQueue.isDraining = true
+        MetricsCells.bump(metricsCells.mainQueueDrains)
         DispatchMainQueue.drain()
         mainQueue.isDraining = false
         return true

@@ -49,7 +49,7 @@ extension Loop {
         let pollOnce = duration <= .zero
         let deadline: Int64 =
             if pollOnce {
-                MonotonicClock.now()
+                .min  // Now: the run's start (a poll needs no reading of its own).
             } else if duration > LoopTimer.maximumInterval {
                 .max
             } else {
@@ -65,6 +65,8 @@ extension Loop {
     /// a loop a host waits on (one the app starts from a host callback, say) ends awake, with no sleep announced:
     /// work sent from other threads would then write no eventfd, and the host's wait would not end. It makes the
     /// descriptor readable instead, so the host's next ``runPass(in:)`` readies the loop again.
+    ///
+    /// A run that polls once ends at its start: its `deadline` is not read.
     func run(
         mode name: Mode, deadline: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool, hostPass: Bool = false
     ) -> RunResult {
@@ -82,17 +84,20 @@ extension Loop {
             control.wakeRequested.store(false, ordering: .relaxed)
         }
         if servesMainQueue(in: state) { attachMainQueue() }
-        let outer = runStack.push(state, deadline: deadline)
+        let startedAt = metricsEnterRun()
+        let outer = runStack.push(state, deadline: pollOnce ? startedAt : deadline)
         setRunningMode(name)
         enter(state)
 
         notifyObservers(.entry)
-        let result = runPasses(in: state, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
+        let result = runPasses(
+            in: state, startedAt: startedAt, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
         notifyObservers(.exit)
 
         // A stop aimed at this run dies with it; it must not end the outer run.
         control.stopRequested.store(false, ordering: .relaxed)
         runStack.pop(restoring: outer)
+        metricsExitRun()
         setRunningMode(runStack.mode?.name)
         if let outerMode = runStack.mode {
             enter(outerMode)
@@ -104,10 +109,14 @@ extension Loop {
 
     /// `__CFRunLoopRun`: passes until an exit condition holds. One pass, in the order of Docs/Iteration.md: each
     /// step is one function, in the file of its concept (blocks, sources, observers, the wait, timers, descriptors,
-    /// the main queue).
-    private func runPasses(in state: ModeState, pollOnce: Bool, returnAfterSourceHandled: Bool) -> RunResult {
+    /// the main queue). The first pass begins at `startedAt`, each next one where the previous one ended.
+    private func runPasses(
+        in state: ModeState, startedAt: Int64, pollOnce: Bool, returnAfterSourceHandled: Bool
+    ) -> RunResult {
+        var passStart = startedAt
         while true {
             applyChanges()
+            let mark = markPass(startedAt: passStart)
             notifyObservers(.beforeTimers)
             notifyObservers(.beforeSources)
             runBlocks()
@@ -122,10 +131,14 @@ extension Loop {
             if serviceMainQueue(in: state) { handledSource = true }
             runBlocks()
 
+            let passEnd = MonotonicClock.now()
+            endPass(mark, endedAt: passEnd)
+
             if handledSource && returnAfterSourceHandled { return .handledSource }
-            if pollOnce || MonotonicClock.now() >= runStack.deadline { return .timedOut }
+            if pollOnce || passEnd >= runStack.deadline { return .timedOut }
             if control.stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
             if isEmpty(state) { return .finished }
+            passStart = passEnd
         }
     }
 

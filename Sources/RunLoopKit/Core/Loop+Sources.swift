@@ -45,6 +45,7 @@ extension Loop {
             // Borrowed (`due` holds it): a strong argument would cost every perform a retain, limit or not.
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(.passUnretained(source)) { continue }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
+            MetricsCells.bump(metricsCells.sourcesPerformed)
             source.performHandler(source)
             performed = true
         }

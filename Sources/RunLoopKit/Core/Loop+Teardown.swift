@@ -26,8 +26,11 @@ extension Loop {
         signalledSources.removeAll()
         trapOnQueuedJobs()
         blocks.removeAll(pool: inbox.segments)
+        let passHandler = passReporter.handler  // Released with the callbacks: it may capture anything.
+        passReporter.handler = nil
         poller.close()
-        withExtendedLifetime(callbacks) {}  // Released here, with the loop consistent: their deinits may call in.
+        // Released here, with the loop consistent: their deinits may call in.
+        withExtendedLifetime((callbacks, passHandler)) {}
         // Every item is out of this loop now, its state reset: another loop may take it (``ItemCore/bind(to:)``).
         control.lifecycle.store(.released, ordering: .releasing)
     }

@@ -175,6 +175,7 @@ extension Loop {
         }
         if timer.appliedRateLimiter != nil && rateLimitHoldsBack(timer) { return }
         timer.state = .firing
+        MetricsCells.bump(metricsCells.timersFired)
         timer.handler(timer)
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
         if !timer.repeats {
@@ -193,6 +194,7 @@ extension Loop {
         var callback: CallbackTimers.Stored?
         guard let slot = timerTable.callbacks.takeForFiring(entry, callback: &callback), let callback else { return }
         callbackEnded(slot)
+        MetricsCells.bump(metricsCells.callbacksRun)
         callback.run()
     }
 

@@ -17,7 +17,9 @@ extension Loop {
             block = announceSleep(in: state) && armTimer(until: runStack.deadline)
         }
         let buffer = scratch.eventBuffer(depth: runStack.depth)
+        if block { metricsBeginSleep() }
         let count = blockingWait(into: buffer, block: block)
+        if block { metricsEndSleep() }
         var wakeUpFired = false
         for index in 0..<count {
             switch buffer[index].data.u64 {

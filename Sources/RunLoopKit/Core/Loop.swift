@@ -48,6 +48,9 @@ public final class Loop: @unchecked Sendable {
     /// How many items of each kind were added to the common pseudo-mode (``ModeTable/commonItems``); written on the
     /// loop's thread next to it.
     let commonItemCounts = ItemCountCells()
+    /// Passes, the longest pass and callouts made, and a copy of ``metricsTally``'s time figures: what ``metrics``
+    /// reads, written by the loop's thread.
+    let metricsCells = MetricsCells()
 
     // MARK: Parts of the loop's thread only
 
@@ -67,6 +70,10 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var mainQueue = MainQueueService()
     /// Reusable arrays and buffers, so a pass allocates nothing in the steady state.
     @exclusivity(unchecked) var scratch = ScratchPools()
+    /// Time asleep and awake, and the phase in progress: the loop's side of ``metrics``.
+    @exclusivity(unchecked) var metricsTally = MetricsTally()
+    /// The handler called at the end of every pass (``reportPasses(to:)``).
+    @exclusivity(unchecked) var passReporter = PassReporter()
 
     // MARK: Set once
 

@@ -27,7 +27,9 @@ import Testing
         Scenario(name: "fifo", shows: "main-queue work runs in order"),
         Scenario(name: "stress", shows: "a hundred thousand items from four threads run exactly once"),
         Scenario(name: "nested-run", shows: "a run nested in main-queue work does not drain it again"),
-        Scenario(name: "handled-source", shows: "draining the main queue counts as a handled source"),
+        Scenario(
+            name: "handled-source",
+            shows: "draining the main queue counts as a handled source, and as one drain in the loop's metrics"),
         Scenario(
             name: "script-ends",
             shows: "a script's main run ends when its items are done if the main queue does not keep it alive"),
