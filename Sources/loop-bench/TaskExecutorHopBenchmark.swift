@@ -11,7 +11,8 @@ import RunLoopKit
 /// - `global`: the same function called with no preference: it runs on the global executor, no hop at all (the
 ///   floor of the call itself).
 /// - `fanin_loop_actor` / `fanin_default_actor`: 16 tasks call one actor 10,000 times each (N/10 with `--quick`),
-///   the actor on the thread's loop vs on the default executor; calls per second. `LOOP_BENCH_T_FANIN_ONLY=1` runs
+///   the actor on the thread's loop vs on the default executor; calls per second, with the loop's jobs per pass
+///   and the share of the fan-in it was awake (its `Loop.Metrics`): how well it batches. `LOOP_BENCH_T_FANIN_ONLY=1` runs
 ///   the loop actor's fan-in alone (for strace and perf).
 final class TaskExecutorHopBenchmark: Benchmark {
     static let id = "T"
@@ -68,7 +69,11 @@ final class TaskExecutorHopBenchmark: Benchmark {
             for index in 0..<calls { _ = await work(index) }
             return Clock.monotonic() - begin
         }
+        let before = loop.metrics
         let fanInLoop = try Self.measure { await Self.fanIn(HopTarget(loop: loop), tasks: 16, callsEach: perTask) }
+        let after = loop.metrics
+        let jobsPerPass =
+            Double(after.handled.jobsRun - before.handled.jobsRun) / Double(max(after.passes - before.passes, 1))
         let fanInDefault = try Self.measure { await Self.fanIn(DefaultHopTarget(), tasks: 16, callsEach: perTask) }
 
         func ns(_ elapsed: Int64) -> Double { Double(elapsed) / Double(calls) }
@@ -87,6 +92,10 @@ final class TaskExecutorHopBenchmark: Benchmark {
             Metric(
                 "fanin_default_actor", unit: "calls/s", key: "fanin_default_actor_calls_s",
                 value: fanInRate(fanInDefault), decimals: 0),
+            Metric("fanin_jobs_per_pass", unit: "jobs", key: "fanin_jobs_per_pass", value: jobsPerPass, decimals: 1),
+            Metric(
+                "fanin_loop_busy", unit: "%", key: "fanin_loop_busy_pct", value: after.utilization(since: before) * 100,
+                decimals: 0),
         ]
     }
 

@@ -3,7 +3,7 @@ import RunLoopKit
 
 /// A small service as systemd runs one: readiness and status sent to the notify socket (a stand-in socket when the
 /// demo is not under systemd), watchdog keep-alives from the main loop's own passes, a stats timer that does not
-/// keep the loop alive, the loop's figures printed on SIGUSR1, and a graceful shutdown on SIGTERM that stops
+/// keep the loop alive, the loop's metrics printed on SIGUSR1, and a graceful shutdown on SIGTERM that stops
 /// accepting, refuses new requests and finishes the work in flight before `run` returns.
 enum DaemonScenario {
     static func run() {
@@ -40,8 +40,16 @@ enum DaemonScenario {
         }
         stats.keepsRunAlive = false  // Statistics are no reason to keep serving.
         try loop.add(stats, to: .common)
+        let started = loop.metrics
         let figures = try SignalSource(signal: SIGUSR1) { _, _ in
-            Trace.line("main", "SIGUSR1: \(loop.itemCounts(in: .default))")
+            let now = loop.metrics
+            let busy = Trace.format(now.utilization(since: started) * 100, decimals: 1)
+            Trace.line("main", "SIGUSR1: \(now.passes - started.passes) passes, \(busy)% awake since the start")
+            let handled = now.handled
+            Trace.line(
+                "main",
+                "         \(handled.descriptorReports) descriptor reports, \(handled.timersFired) timers, "
+                    + "\(handled.blocksRun) blocks; longest pass \(now.longestPass)")
         }
         try loop.add(figures, to: .common)
 
