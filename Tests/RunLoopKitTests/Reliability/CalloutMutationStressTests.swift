@@ -246,6 +246,9 @@ import Testing
         var cancels = 0
         var depth = 0
         var handlerDepth = 0
+        /// Set when the test's body is done: the loop's teardown at thread exit cancels the sources still valid, and
+        /// their cancel handlers must not add items to a loop that is going away (that add throws loopTerminated).
+        var tearingDown = false
         let modes: [Loop.Mode] = [.default, "fd-second", "fd-private", .common]
         var concreteModes: ArraySlice<Loop.Mode> { modes.dropLast() }
     }
@@ -313,7 +316,7 @@ import Testing
             /// Mutates from inside a schedule or cancel handler now and then (not too deep: every mutation can
             /// call further handlers).
             @Sendable func maybeMutateFromHandler() {
-                guard world.handlerDepth < 3, world.random.chance(15) else { return }
+                guard !world.tearingDown, world.handlerDepth < 3, world.random.chance(15) else { return }
                 world.handlerDepth += 1
                 mutate()
                 world.handlerDepth -= 1
@@ -490,6 +493,7 @@ import Testing
             if world.schedules - world.cancels != world.tracked.reduce(0, { $0 + $1.scheduled.count }) {
                 failures.append("\(world.schedules) schedules, \(world.cancels) cancels")
             }
+            world.tearingDown = true
         }
         let kinds = Dictionary(grouping: failures.all) { $0.split(separator: " ").prefix(3).joined(separator: " ") }
         #expect(failures.all.isEmpty, "\(kinds.mapValues(\.count)); first: \(failures.all.prefix(5))")
