@@ -26,10 +26,10 @@ final class ClockLatenessBenchmark: Benchmark {
     func run() throws -> [Metric] {
         let loop = thread!.loop
         let sleeps = self.sleeps
-        let onLoop = try Self.measure(preferring: loop) {
+        let onLoop = try Self.measure(preferring: loop.taskExecutor) {
             try await Self.lateness(sleeps, tolerance: nil, clock: loop.clock)
         }
-        let tolerant = try Self.measure(preferring: loop) {
+        let tolerant = try Self.measure(preferring: loop.taskExecutor) {
             try await Self.lateness(sleeps, tolerance: .microseconds(500), clock: loop.clock)
         }
         let fromGlobal = try Self.measure(preferring: nil) {

@@ -30,7 +30,7 @@ enum ConcurrencyScenario {
             let total = (try? await worker.run { tally.unsafeWorkerCount }) ?? -1
             Trace.line(here(), "thread.run { } read the count on the worker's thread: \(total)")
             // A task executor preference: nonisolated code of this closure runs on the worker's thread.
-            let summary = await withTaskExecutorPreference(worker.loop) {
+            let summary = await withTaskExecutorPreference(worker.loop.taskExecutor) {
                 await summarize(tally: total, here)
             }
             Trace.line(here(), "back from the preference: \(summary)")
@@ -57,7 +57,7 @@ enum ConcurrencyScenario {
 /// Nonisolated async code: where it runs depends on the task's executor preference.
 @concurrent
 private func summarize(tally: Int, _ here: @Sendable () -> String) async -> String {
-    Trace.line(here(), "nonisolated async function under withTaskExecutorPreference(worker.loop)")
+    Trace.line(here(), "nonisolated async function under withTaskExecutorPreference(worker.loop.taskExecutor)")
     return "\(tally) calls counted"
 }
 

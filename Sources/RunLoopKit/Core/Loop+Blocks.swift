@@ -204,11 +204,10 @@ extension Loop {
             MetricsCells.bump(metricsCells.jobsRun)
             runStack.isRunningJob = true
             let serial = queued.executor?.asUnownedSerialExecutor() ?? asUnownedSerialExecutor()
-            if queued.runsAsTask {
-                // A task that prefers this executor: it runs with the executor as its serial executor too, so a call
-                // to an actor on the same executor goes in without a hop.
-                let task = queued.executor?.asUnownedTaskExecutor() ?? asUnownedTaskExecutor()
-                queued.job.runSynchronously(isolatedTo: serial, taskExecutor: task)
+            if let taskExecutor = queued.taskExecutor {
+                // A task that prefers the loop: it runs with the loop as its serial executor too, so a call to an
+                // actor on the same loop goes in without a hop.
+                queued.job.runSynchronously(isolatedTo: serial, taskExecutor: taskExecutor.asUnownedTaskExecutor())
             } else {
                 queued.job.runSynchronously(on: serial)
             }

@@ -18,7 +18,7 @@ extension Loop: SerialExecutor {
     /// ``LoopThread``, alive while its actors are used). So does a job enqueued, in the child of a `fork()`, on a
     /// loop created before the fork. Use ``executor(in:)`` to choose other modes.
     public func enqueue(_ job: consuming ExecutorJob) {
-        enqueueJob(UnownedJob(job), in: .commonModes, on: nil, asTask: false)
+        enqueueJob(UnownedJob(job), in: .commonModes, on: nil, for: nil)
     }
 
     /// The loop as an actor's executor: return it from the actor's `unownedExecutor`. Safe from any thread.
@@ -45,11 +45,14 @@ extension Loop: SerialExecutor {
 
 extension Loop {
     /// Queues `job` as a block for `modes`, to run on `executor` (a ``LoopExecutor`` of this loop, or `nil` for the
-    /// loop itself), as a task executor's job (`asTask`) or an actor's; traps if the loop's thread has exited. Any
-    /// thread.
+    /// loop itself), for `taskExecutor` (a preferring task's job) or for an actor (`nil`); traps if the loop's thread
+    /// has exited. Any thread.
     @inline(__always)
-    func enqueueJob(_ job: UnownedJob, in modes: BlockModes, on executor: LoopExecutor?, asTask: Bool) {
-        let block = PendingBlock(modes: modes, job: QueuedJob(job: job, executor: executor, runsAsTask: asTask))
+    func enqueueJob(
+        _ job: UnownedJob, in modes: BlockModes, on executor: LoopExecutor?, for taskExecutor: LoopTaskExecutor?
+    ) {
+        let job = QueuedJob(job: job, executor: executor, taskExecutor: taskExecutor)
+        let block = PendingBlock(modes: modes, job: job)
         if isCurrent {
             blocks.append(block, pool: inbox.segments)
             return

@@ -36,9 +36,6 @@ public final class Loop: @unchecked Sendable {
     let poller: Poller
     /// Blocks, actor jobs and item changes sent by other threads, taken by the loop at its next pass.
     let inbox = Inbox()
-    /// The loop's task-executor side: where jobs of tasks that prefer the loop arrive (``asUnownedTaskExecutor()``),
-    /// apart from actor jobs, which arrive at the loop itself.
-    let taskJobs = TaskJobIntake()
     /// Sources signalled from any thread, not yet taken by the loop.
     let signalStack = SignalStack()
     /// The lifecycle, the stop and wake-up requests and the settings: atomics any thread reads and sets.
@@ -94,7 +91,6 @@ public final class Loop: @unchecked Sendable {
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
         control = Control(servesMainQueue: isMain && poller.forkGeneration == 0)
         _ = mode(named: .default)
-        taskJobs.attach(to: self, executor: nil, modes: .commonModes)
         forkTableSlot = LiveLoops.insert(Unmanaged.passUnretained(self).toOpaque())
         guard forkTableSlot >= 0 else {
             throw LoopError(

@@ -20,23 +20,21 @@ public final class LoopExecutor: SerialExecutor {
     public let loop: Loop
     /// The modes whose passes run the jobs (``Loop/Mode/common`` stands for every common mode); never empty.
     public let modes: [Loop.Mode]
-    private let blockModes: BlockModes
-    /// The executor's task-executor side (see ``Loop/taskJobs``).
-    let taskJobs = TaskJobIntake()
+    /// The modes as blocks carry them.
+    let blockModes: BlockModes
 
     init(loop: Loop, modes: [Loop.Mode]) {
         self.loop = loop
         self.modes = modes
         // One mode keeps the core's single-mode fast path (no array to search in each pass).
         blockModes = BlockModes(modes)
-        taskJobs.attach(to: loop, executor: self, modes: blockModes)
     }
 
     /// Queues an actor's job to run once on the loop's thread, at the next block point of a pass in one of
     /// ``modes``. Called by the concurrency runtime, from any thread; allocates nothing beyond the runtime's job.
     /// Traps if the loop's thread has exited (see ``Loop/enqueue(_:)``).
     public func enqueue(_ job: consuming ExecutorJob) {
-        loop.enqueueJob(UnownedJob(job), in: blockModes, on: self, asTask: false)
+        loop.enqueueJob(UnownedJob(job), in: blockModes, on: self, for: nil)
     }
 
     /// The executor for an actor's `unownedExecutor`. Does not retain it: the actor must store the executor.

@@ -17,7 +17,7 @@ private func whereDoesThisRun(expecting loop: Loop) async -> (onLoop: Bool, thre
     @Test func nonisolatedCodeRunsOnThePreferredLoop() async throws {
         let worker = try LoopThread(name: "task-home")
         defer { worker.stop() }
-        let place = await withTaskExecutorPreference(worker.loop) {
+        let place = await withTaskExecutorPreference(worker.loop.taskExecutor) {
             await whereDoesThisRun(expecting: worker.loop)
         }
         #expect(place.onLoop)
@@ -30,7 +30,7 @@ private func whereDoesThisRun(expecting loop: Loop) async -> (onLoop: Bool, thre
         let worker = try LoopThread(name: "task-unstructured")
         defer { worker.stop() }
         let loop = worker.loop
-        let task = Task(executorPreference: loop) {
+        let task = Task(executorPreference: loop.taskExecutor) {
             let first = loop.isCurrent
             await Task.yield()
             let second = await whereDoesThisRun(expecting: loop).onLoop
@@ -43,7 +43,7 @@ private func whereDoesThisRun(expecting loop: Loop) async -> (onLoop: Bool, thre
         let worker = try LoopThread(name: "task-group")
         defer { worker.stop() }
         let loop = worker.loop
-        let results = await withTaskExecutorPreference(loop) {
+        let results = await withTaskExecutorPreference(loop.taskExecutor) {
             await withTaskGroup(of: Bool.self) { group in
                 for _ in 0..<20 { group.addTask { await whereDoesThisRun(expecting: loop).onLoop } }
                 return await group.reduce(into: [Bool]()) { $0.append($1) }
@@ -61,7 +61,7 @@ private func whereDoesThisRun(expecting loop: Loop) async -> (onLoop: Bool, thre
         let executor = try loop.executor(in: ["tracking"])
         let ran = Atomic<Bool>(false)
         let modeSeen = Mutex<Loop.Mode?>(nil)
-        let task = Task(executorPreference: executor) {
+        let task = Task(executorPreference: executor.taskExecutor) {
             modeSeen.withLock { $0 = loop.currentMode }
             ran.store(true, ordering: .relaxed)
         }
@@ -91,7 +91,7 @@ private func whereDoesThisRun(expecting loop: Loop) async -> (onLoop: Bool, thre
         defer { worker.stop() }
         let loop = worker.loop
         let actor = LoopBoundRecorder(loop: loop)
-        let (wakeUps, allOnLoop) = await Task(executorPreference: loop) {
+        let (wakeUps, allOnLoop) = await Task(executorPreference: loop.taskExecutor) {
             let before = loop.poller.eventFDWrites.load(ordering: .relaxed)
             var allOnLoop = true
             for index in 0..<1_000 {

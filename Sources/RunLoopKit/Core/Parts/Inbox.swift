@@ -43,10 +43,9 @@ struct QueuedJob {
     /// The ``LoopExecutor`` the job was enqueued on, or `nil` for the loop itself. Unowned, as the runtime's own
     /// executor references are: whoever enqueues on an executor keeps it alive (see ``LoopExecutor``).
     unowned(unsafe) let executor: LoopExecutor?
-    /// Whether the job came through the task-executor side (``TaskJobIntake``): a job of a task that prefers the
-    /// loop, run with the loop as its task executor too. Actor jobs are not: run with a task executor they would
-    /// keep the runtime from handing their callers' continuations back inline, which costs their callers a hop.
-    let runsAsTask: Bool
+    /// The ``LoopTaskExecutor`` the job came through (a job of a task that prefers it), or `nil` for an actor's job.
+    /// Unowned: a task keeps its preferred executor alive.
+    unowned(unsafe) let taskExecutor: LoopTaskExecutor?
 }
 
 /// A C function and the word it is called with: a block from ``Loop/perform(with:_:)``. Trivially copyable: it has
