@@ -38,6 +38,8 @@ import Testing
     struct ModelCoverage: CustomStringConvertible {
         var counts: [String: Int] = [:]
         var rejected = 0
+        /// Why candidate steps were dropped, by reason.
+        var rejections: [String: Int] = [:]
 
         mutating func count(_ trace: [String]) {
             for entry in trace {
@@ -46,6 +48,8 @@ import Testing
                     key = entry
                 } else if entry.hasPrefix("O") {
                     key = "O." + entry.split(separator: ".").last!
+                } else if descriptorOrderKey(entry) != nil {
+                    key = "D:" + entry.split(separator: ":").last!
                 } else {
                     key = String(entry.prefix { $0.isLetter })
                 }
@@ -58,14 +62,16 @@ import Testing
             let kinds = [
                 "S", "T", "K", "sched", "cancel", "R:finished", "R:stopped", "R:timedOut", "R:handledSource",
                 "E:invalidated", "O.entry", "O.beforeTimers", "O.beforeSources", "O.beforeWaiting",
-                "O.afterWaiting", "O.exit",
+                "O.afterWaiting", "O.exit", "D:readable", "D:writable", "D:readable|writable", "D:invalid",
+                "E:badDescriptor",
             ]
             return kinds.first { counts[$0, default: 0] < 5 }
         }
 
         var description: String {
             counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-                + " rejected=\(rejected)"
+                + " rejected=\(rejected) ("
+                + rejections.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + ")"
         }
     }
 
@@ -77,10 +83,13 @@ import Testing
         var history: [String] = []
         var rejected = 0
         var coverage = ModelCoverage()
+        let printsSteps = ProcessInfo.processInfo.environment["RUNLOOPKIT_MODEL_PRINT"] == "1"
         defer {
             for source in real.sources.values { source.invalidate() }
             for timer in real.timers.values { timer.invalidate() }
             for observer in real.observers.values { observer.invalidate() }
+            for source in real.descriptorSources.values { source.invalidate() }
+            real.closeDescriptors()
         }
         for step in 0..<steps {
             var op = generator.next(model: model)
@@ -88,8 +97,10 @@ import Testing
             predicted.trace = []
             predicted.apply(op)
             var attempts = 1
-            while predicted.aborted != nil {
+            while let reason = predicted.aborted {
                 rejected += 1
+                coverage.rejections[reason, default: 0] += 1
+                if printsSteps { print("  rejected (\(reason)): \(op)\n    \(predicted.trace.prefix(80))") }
                 op = attempts < 20 ? generator.next(model: model) : .wakeUp
                 attempts += 1
                 predicted = model
@@ -99,6 +110,7 @@ import Testing
             model = predicted
             generator.accept(op, model: model)
             history.append("\(step): \(op)")
+            if printsSteps { print("\(step): \(op)") }
             if history.count > 12 { history.removeFirst() }
 
             real.trace = []
@@ -112,6 +124,7 @@ import Testing
                 problems.append("callouts differ\n  expected: \(expected)\n  actual:   \(actual)")
             }
             problems += real.stateDifferences(from: model)
+            problems += real.registrationDifferences(from: model)
             if elapsed > .seconds(5) { problems.append("the step took \(elapsed): the loop slept") }
             if !problems.isEmpty {
                 return """

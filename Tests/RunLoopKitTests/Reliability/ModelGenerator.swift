@@ -7,7 +7,10 @@ struct ModelGenerator {
     private(set) var sourceIDs: [Int] = []
     private(set) var timerIDs: [Int] = []
     private(set) var observerIDs: [Int] = []
+    private(set) var descriptorIDs: [Int] = []
     private var nextID = 0
+    /// Counts descriptor sources made with handler actions: each gets an order of its own (see ``descriptorOrder``).
+    private var actingSources = 0
     static let poolSize = 6
 
     init(seed: UInt64) {
@@ -26,6 +29,8 @@ struct ModelGenerator {
         case .createTimer(let id, _): Self.insert(id, into: &timerIDs) { !model.timers[$0]!.member.valid }
         case .createObserver(let id, _, _, _):
             Self.insert(id, into: &observerIDs) { !model.observers[$0]!.member.valid }
+        case .createDescriptorSource(let id, _, _, _, _):
+            Self.insert(id, into: &descriptorIDs) { !model.descriptorSources[$0]!.member.valid }
         default: break
         }
     }
@@ -53,11 +58,13 @@ struct ModelGenerator {
         if !sourceIDs.isEmpty { kinds.append(.source(random.pick(sourceIDs))) }
         if !timerIDs.isEmpty { kinds.append(.timer(random.pick(timerIDs))) }
         if !observerIDs.isEmpty { kinds.append(.observer(random.pick(observerIDs))) }
+        if !descriptorIDs.isEmpty { kinds.append(.descriptor(random.pick(descriptorIDs))) }
         return kinds.isEmpty ? nil : random.pick(kinds)
     }
 
     /// One step. `depth` > 0 generates a block's action (no item creation; fewer nested blocks and runs).
     mutating func next(model: LoopModel, depth: Int = 0) -> ModelOp {
+        if random.chance(30) { return descriptorStep(model: model, depth: depth) }
         let roll = random.below(100)
         switch roll {
         case 0..<7 where depth == 0 && poolHasRoom(sourceIDs, isDead: { !model.sources[$0]!.member.valid }):
@@ -109,7 +116,8 @@ struct ModelGenerator {
     }
 
     /// A run. A top-level long run the model predicts would sleep is dropped by the caller; a nested one (a
-    /// block's action) always has a stop queued first, or a block that could never run would block its mode.
+    /// block's action) always has a stop queued first, in a mode it runs (a nested run of a mode with an ever-ready
+    /// descriptor never ends otherwise), or a block that could never run would block its mode.
     private mutating func run(nested: Bool) -> ModelOp {
         let mode = random.chance(3) ? ModelMode.common : mode(common: false)
         let poll = random.chance(55)
@@ -119,10 +127,69 @@ struct ModelGenerator {
             return .sequence([
                 .perform(
                     ModelBlock(
-                        id: newID(), modes: [random.chance(70) ? mode : .common],
+                        id: newID(), modes: [random.chance(70) || !ModelMode.commonSet.contains(mode) ? mode : .common],
                         actions: [.stop])), op,
             ])
         }
         return op
+    }
+
+    // MARK: Descriptor sources
+
+    private mutating func events() -> FileDescriptorSource.Events {
+        random.pick([[.readable], [.readable], [.writable], [.readable, .writable], []])
+    }
+
+    /// A descriptor step. Creation and replacing a descriptor only at the top level.
+    private mutating func descriptorStep(model: LoopModel, depth: Int) -> ModelOp {
+        let roll = random.below(100)
+        let slot = random.below(LoopModel.slotCount)
+        let isDead: (Int) -> Bool = { !model.descriptorSources[$0]!.member.valid }
+        switch roll {
+        case 0..<16 where depth == 0 && poolHasRoom(descriptorIDs, isDead: isDead):
+            return createDescriptorSource(slot: slot)
+        case 16..<34:
+            if !descriptorIDs.isEmpty { return .add(.descriptor(random.pick(descriptorIDs)), mode()) }
+        case 34..<40:
+            if !descriptorIDs.isEmpty { return .remove(.descriptor(random.pick(descriptorIDs)), mode()) }
+        case 40..<44:
+            if !descriptorIDs.isEmpty { return .invalidate(.descriptor(random.pick(descriptorIDs))) }
+        case 44..<60:
+            if !descriptorIDs.isEmpty { return .setEvents(random.pick(descriptorIDs), events()) }
+        case 60..<78:
+            return .makeReadable(slot: slot)
+        case 78..<96:
+            return .drain(slot: slot)
+        case 96..<100 where depth == 0:
+            return .replaceDescriptor(slot: slot)
+        default:
+            break
+        }
+        return .makeReadable(slot: slot)
+    }
+
+    /// A source on `slot`. Most handlers only record their call (orders 0, 10, 20: ties are common); some then act
+    /// (drain their descriptor, change what a source watches, add, remove, invalidate, signal, run nested...), and
+    /// those get an order no other source has, as the model can only predict tied calls that do not affect each other.
+    private mutating func createDescriptorSource(slot: Int) -> ModelOp {
+        let id = newID()
+        var actions: [ModelOp] = []
+        var order = 10 * random.below(3)
+        if random.chance(40) {
+            actingSources += 1
+            order += 1 + actingSources % 9
+            let count = 1 + random.below(2)
+            for _ in 0..<count {
+                switch random.below(10) {
+                case 0..<3: actions.append(.drain(slot: slot))
+                case 3: actions.append(.setEvents(id, events()))
+                case 4: actions.append(.invalidate(.descriptor(id)))
+                default: actions.append(next(model: LoopModel(), depth: 2))
+                }
+            }
+        }
+        // A handler that runs the loop again first stops watching (a one-shot), or the nested run would call it again.
+        if actions.contains(where: \.runsTheLoop) { actions.insert(.setEvents(id, []), at: 0) }
+        return .createDescriptorSource(id: id, slot: slot, events: events(), order: order, actions: actions)
     }
 }

@@ -1,0 +1,98 @@
+import Glibc
+
+@testable import RunLoopKit
+
+/// The descriptor steps on the real loop, and the comparison of its registrations with the model's.
+extension ModelRealLoop {
+    /// A connected, non-blocking Unix stream socket pair: the first end is always writable, and readable while the
+    /// second has written something the first did not read. Each socket has its own inode, so replacing one by
+    /// another gives the loop a file it can tell apart (eventfds all share one).
+    static func socketPair() -> (CInt, CInt) {
+        var ends: [CInt] = [-1, -1]
+        let kind = CInt(SOCK_STREAM.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue)
+        precondition(socketpair(AF_UNIX, kind, 0, &ends) == 0, "socketpair failed: errno \(errno)")
+        return (ends[0], ends[1])
+    }
+
+    func executeDescriptorStep(_ op: ModelOp) {
+        switch op {
+        case .createDescriptorSource(let id, let slot, let events, let order, let actions):
+            descriptorSources[id] = try! FileDescriptorSource(
+                descriptor: watched[slot], events: events, order: order
+            ) { [weak self] _, ready in
+                guard let self else { return }
+                trace.append("D\(order)/\(id):\(ready)")
+                for action in actions { execute(action) }
+            }
+        case .setEvents(let id, let events):
+            descriptorSources[id]!.events = events
+        case .makeReadable(let slot):
+            var byte: UInt8 = 1
+            precondition(write(peers[slot], &byte, 1) == 1, "write to the peer failed: errno \(errno)")
+        case .drain(let slot):
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while read(watched[slot], &buffer, buffer.count) > 0 {}
+        case .replaceDescriptor(let slot):
+            // dup2 closes the old file and puts the new one at its number in one step: no other thread of the test
+            // process can take the number in between.
+            let (end, peer) = Self.socketPair()
+            precondition(dup2(end, watched[slot]) == watched[slot], "dup2 failed: errno \(errno)")
+            close(end)
+            close(peers[slot])
+            peers[slot] = peer
+        default:
+            preconditionFailure("not a descriptor step: \(op)")
+        }
+    }
+
+    /// Closes the test's descriptors; after every source was invalidated.
+    func closeDescriptors() {
+        for descriptor in watched + peers { close(descriptor) }
+        watched = []
+        peers = []
+    }
+
+    /// Differences between the loop's registrations and the model's, and breaches of the bookkeeping invariants
+    /// (``Loop/descriptorRegistrationProblems(sources:staleDescriptors:)``). Empty when they agree.
+    func registrationDifferences(from model: LoopModel) -> [String] {
+        var staleDescriptors: Set<CInt> = []
+        for (slot, reg) in model.loopTable where model.registrations[reg]!.file != model.slots[slot].file {
+            staleDescriptors.insert(watched[slot])
+        }
+        var problems = loop.descriptorRegistrationProblems(
+            sources: Array(descriptorSources.values), staleDescriptors: staleDescriptors)
+        let snapshot = loop.descriptorRegistrationSnapshot()
+        let ids = Dictionary(uniqueKeysWithValues: descriptorSources.map { (ObjectIdentifier($0.value), $0.key) })
+        var seen: Set<Int> = []
+        for registration in snapshot.registrations {
+            guard let slot = watched.firstIndex(of: registration.descriptor) else {
+                problems.append("a registration of descriptor \(registration.descriptor), not the test's")
+                continue
+            }
+            seen.insert(slot)
+            guard let reg = model.loopTable[slot], let expected = model.registrations[reg] else {
+                problems.append("slot \(slot) is registered; the model has no registration")
+                continue
+            }
+            let actualIDs = registration.sources.map { ids[ObjectIdentifier($0)] ?? -1 }.sorted()
+            if actualIDs != expected.sources.sorted() {
+                problems.append("slot \(slot)'s registration holds \(actualIDs), expected \(expected.sources.sorted())")
+            }
+            if registration.registeredEvents != expected.registered {
+                problems.append(
+                    "slot \(slot) registered \(registration.registeredEvents), expected \(expected.registered)")
+            }
+            if registration.isParked != expected.parked {
+                problems.append("slot \(slot) parked is \(registration.isParked), expected \(expected.parked)")
+            }
+        }
+        for slot in model.loopTable.keys where !seen.contains(slot) {
+            problems.append("slot \(slot) is not registered; the model has a registration")
+        }
+        let failed = snapshot.failedSources.map { ids[ObjectIdentifier($0)] ?? -1 }
+        if failed != model.failedSources.map(\.id) {
+            problems.append("sources awaiting their last call: \(failed), expected \(model.failedSources.map(\.id))")
+        }
+        return problems
+    }
+}
