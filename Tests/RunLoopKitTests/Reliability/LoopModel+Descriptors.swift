@@ -101,6 +101,7 @@ extension LoopModel {
     mutating func enterRegistration(_ id: Int) {
         guard let reg = descriptorSources[id]!.held else { return }
         if registrations[reg]!.removed {
+            notes.append("failed joining")
             reportFailure(id)
             return
         }
@@ -108,7 +109,10 @@ extension LoopModel {
         let previous = loopTable.updateValue(reg, forKey: slot)
         registrations[reg]!.insert(id)
         descriptorSources[id]!.joined = reg
-        if let previous, previous != reg { registrationLeftTheSet(previous) }
+        if let previous, previous != reg {
+            notes.append("superseded")
+            registrationLeftTheSet(previous)
+        }
         refresh(reg)
     }
 
@@ -196,6 +200,7 @@ extension LoopModel {
             registrations[reg]!.removed = true
             pollerTable[slot] = nil
         }
+        notes.append("change refused")
         registrationLeftTheSet(reg)
     }
 
@@ -230,6 +235,7 @@ extension LoopModel {
 
     mutating func park(_ reg: Int, claimed: Events) {
         guard claimed != registrations[reg]!.registered else { return }
+        notes.append("parked")
         if !registrations[reg]!.parked {
             registrations[reg]!.parked = true
             parkedRegistrations.append(reg)
@@ -238,6 +244,7 @@ extension LoopModel {
     }
 
     mutating func unpark(_ reg: Int) {
+        notes.append("unparked")
         registrations[reg]!.parked = false
         setRegisteredEvents(reg, wanted(reg))
     }
@@ -288,14 +295,17 @@ extension LoopModel {
             handled = true
         }
         var ready: [(id: Int, events: Events)] = []
+        var maskAtQueue: [Int: Events] = [:]
         for (reg, events) in reports where isRegistered(reg) {
             var claimed: Events = []
             for id in registrations[reg]!.sources {
                 let source = descriptorSources[id]!
                 guard source.member.valid, source.member.modes.contains(mode) else { continue }
                 claimed.formUnion(source.events)
+                if registrations[reg]!.sources.count > 1 { notes.append("shared report") }
                 let position = ready.firstIndex { descriptorSources[$0.id]!.order > source.order } ?? ready.endIndex
                 ready.insert((id, events), at: position)
+                maskAtQueue[id] = source.events
             }
             if claimed.isEmpty || !claimed.isSuperset(of: events.intersection(Self.watchable)) {
                 park(reg, claimed: claimed)
@@ -312,7 +322,11 @@ extension LoopModel {
         for (id, events) in ready {
             guard aborted == nil else { break }
             let source = descriptorSources[id]!
-            guard source.member.valid, source.member.modes.contains(mode) else { continue }
+            guard source.member.valid, source.member.modes.contains(mode) else {
+                notes.append("left before its call")
+                continue
+            }
+            if source.events != maskAtQueue[id] { notes.append("mask changed before its call") }
             let reported =
                 source.events.isDisjoint(with: Self.watchable)
                 ? [] : events.intersection(source.events.union([.error, .hangUp]))
@@ -323,9 +337,12 @@ extension LoopModel {
         return handled
     }
 
+    /// Records the call and runs the handler's actions, except on the last call (`invalid`): sources fail in the
+    /// order epoll reported their parked registrations, so the order of last calls is unspecified and must not matter.
     mutating func call(_ id: Int, _ events: Events) {
         let source = descriptorSources[id]!
         trace.append("D\(source.order)/\(id):\(events)")
+        guard events != .invalid else { return }
         for action in source.actions {
             guard aborted == nil else { return }
             apply(action)

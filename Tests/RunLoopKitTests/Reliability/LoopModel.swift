@@ -77,6 +77,8 @@ struct LoopModel {
 
     /// The callouts, in order.
     var trace: [String] = []
+    /// Descriptor rules the last step exercised (parking, a failure, a mask changed before a call...), for coverage.
+    var notes: [String] = []
     /// Why the last step cannot be run for real without sleeping, if it cannot.
     var aborted: String?
 

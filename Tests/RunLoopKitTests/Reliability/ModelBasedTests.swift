@@ -65,7 +65,12 @@ import Testing
                 "O.afterWaiting", "O.exit", "D:readable", "D:writable", "D:readable|writable", "D:invalid",
                 "E:badDescriptor",
             ]
-            return kinds.first { counts[$0, default: 0] < 5 }
+            // The descriptor rules the model notes (LoopModel.notes), each at least once.
+            let notes = [
+                "parked", "unparked", "change refused", "shared report", "mask changed before its call",
+                "left before its call",
+            ]
+            return kinds.first { counts[$0, default: 0] < 5 } ?? notes.first { counts["note:" + $0, default: 0] < 1 }
         }
 
         var description: String {
@@ -95,6 +100,7 @@ import Testing
             var op = generator.next(model: model)
             var predicted = model
             predicted.trace = []
+            predicted.notes = []
             predicted.apply(op)
             var attempts = 1
             while let reason = predicted.aborted {
@@ -105,6 +111,7 @@ import Testing
                 attempts += 1
                 predicted = model
                 predicted.trace = []
+                predicted.notes = []
                 predicted.apply(op)
             }
             model = predicted
@@ -135,6 +142,7 @@ import Testing
                     """
             }
             coverage.count(expected)
+            for note in model.notes { coverage.counts["note:" + note, default: 0] += 1 }
         }
         coverage.rejected = rejected
         Reliability.report("model: seed \(seed), \(steps) steps checked; \(coverage)")

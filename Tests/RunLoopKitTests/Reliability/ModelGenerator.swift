@@ -25,6 +25,7 @@ struct ModelGenerator {
     /// Records a created item in its pool, replacing an invalid one when the pool is full.
     mutating func accept(_ op: ModelOp, model: LoopModel) {
         switch op {
+        case .sequence(let ops): for op in ops { accept(op, model: model) }
         case .createSource(let id, _): Self.insert(id, into: &sourceIDs) { !model.sources[$0]!.member.valid }
         case .createTimer(let id, _): Self.insert(id, into: &timerIDs) { !model.timers[$0]!.member.valid }
         case .createObserver(let id, _, _, _):
@@ -146,8 +147,10 @@ struct ModelGenerator {
         let slot = random.below(LoopModel.slotCount)
         let isDead: (Int) -> Bool = { !model.descriptorSources[$0]!.member.valid }
         switch roll {
-        case 0..<16 where depth == 0 && poolHasRoom(descriptorIDs, isDead: isDead):
-            return createDescriptorSource(slot: slot)
+        case 0..<12 where depth == 0 && poolHasRoom(descriptorIDs, isDead: isDead):
+            return createDescriptorSource(slot: slot, model: model)
+        case 12..<16 where depth == 0 && descriptorIDs.count(where: { !isDead($0) }) <= Self.poolSize - 2:
+            return sharedDescriptorPair(slot: slot)
         case 16..<34:
             if !descriptorIDs.isEmpty { return .add(.descriptor(random.pick(descriptorIDs)), mode()) }
         case 34..<40:
@@ -171,19 +174,32 @@ struct ModelGenerator {
     /// A source on `slot`. Most handlers only record their call (orders 0, 10, 20: ties are common); some then act
     /// (drain their descriptor, change what a source watches, add, remove, invalidate, signal, run nested...), and
     /// those get an order no other source has, as the model can only predict tied calls that do not affect each other.
-    private mutating func createDescriptorSource(slot: Int) -> ModelOp {
+    private mutating func createDescriptorSource(slot: Int, model: LoopModel) -> ModelOp {
         let id = newID()
         var actions: [ModelOp] = []
         var order = 10 * random.below(3)
         if random.chance(40) {
             actingSources += 1
-            order += 1 + actingSources % 9
+            order = 1 + actingSources % 9 + (random.chance(25) ? 10 : 0)
             let count = 1 + random.below(2)
             for _ in 0..<count {
-                switch random.below(10) {
+                // Acting on another source too, which may be ready in the same pass: it is told what it watches
+                // when it is called, and not called once out of the running mode.
+                // Mostly a live source of the same descriptor: reported in the same pass.
+                let sameSlot = descriptorIDs.filter {
+                    model.descriptorSources[$0]!.slot == slot && model.descriptorSources[$0]!.member.valid
+                }
+                let other =
+                    !sameSlot.isEmpty && random.chance(70)
+                    ? random.pick(sameSlot) : descriptorIDs.isEmpty ? id : random.pick(descriptorIDs)
+                switch random.below(12) {
                 case 0..<3: actions.append(.drain(slot: slot))
                 case 3: actions.append(.setEvents(id, events()))
                 case 4: actions.append(.invalidate(.descriptor(id)))
+                case 5..<7: actions.append(.setEvents(other, events()))
+                case 7:
+                    actions.append(
+                        random.chance(50) ? .invalidate(.descriptor(other)) : .remove(.descriptor(other), mode()))
                 default: actions.append(next(model: LoopModel(), depth: 2))
                 }
             }
@@ -191,5 +207,27 @@ struct ModelGenerator {
         // A handler that runs the loop again first stops watching (a one-shot), or the nested run would call it again.
         if actions.contains(where: \.runsTheLoop) { actions.insert(.setEvents(id, []), at: 0) }
         return .createDescriptorSource(id: id, slot: slot, events: events(), order: order, actions: actions)
+    }
+
+    /// Two sources of one descriptor in one mode, ready: the first (lower order) changes what the second watches,
+    /// or takes it out, from its handler, before the second's call in the same pass.
+    private mutating func sharedDescriptorPair(slot: Int) -> ModelOp {
+        let second = newID()
+        let first = newID()
+        actingSources += 1
+        let action: ModelOp =
+            switch random.below(4) {
+            case 0, 1: .setEvents(second, events())
+            case 2: .remove(.descriptor(second), .common)
+            default: .invalidate(.descriptor(second))
+            }
+        let mode = mode()
+        return .sequence([
+            .createDescriptorSource(
+                id: second, slot: slot, events: events(), order: 10 * (1 + random.below(2)), actions: []),
+            .createDescriptorSource(
+                id: first, slot: slot, events: [.readable], order: 1 + actingSources % 9, actions: [action]),
+            .add(.descriptor(second), mode), .add(.descriptor(first), mode), .makeReadable(slot: slot),
+        ])
     }
 }

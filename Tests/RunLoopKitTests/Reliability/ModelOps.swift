@@ -110,7 +110,9 @@ let modelActivities: [Loop.Activity] = [.entry, .beforeTimers, .beforeSources, .
 /// `Set` order, which Swift randomises per process, so only their multiset is specified. Sorts likewise every
 /// maximal run of descriptor-handler records of one `order` (`D<order>/<id>:<events>`): among ready sources of equal
 /// order, the loop calls them in the order epoll reported their descriptors (unspecified) and, within one
-/// descriptor, in no documented order; lower orders first is the rule, and it stays checked.
+/// descriptor, in no documented order; lower orders first is the rule, and it stays checked. Last calls
+/// (`D<order>/<id>:invalid`) form one group whatever their order: the loop makes them in the order the sources
+/// failed, which follows epoll's report order when several parked registrations fail as their mode resumes.
 func normalizedTrace(_ trace: [String]) -> [String] {
     var result: [String] = []
     var group: [String] = []
@@ -133,5 +135,6 @@ func normalizedTrace(_ trace: [String]) -> [String] {
 func descriptorOrderKey(_ entry: String) -> Substring? {
     guard entry.hasPrefix("D"), let slash = entry.firstIndex(of: "/") else { return nil }
     let order = entry[entry.index(after: entry.startIndex)..<slash]
-    return !order.isEmpty && order.allSatisfy(\.isNumber) ? entry[..<slash] : nil
+    guard !order.isEmpty && order.allSatisfy(\.isNumber) else { return nil }
+    return entry.hasSuffix(":invalid") ? "D:invalid" : entry[..<slash]
 }

@@ -22,6 +22,7 @@ extension ModelRealLoop {
             ) { [weak self] _, ready in
                 guard let self else { return }
                 trace.append("D\(order)/\(id):\(ready)")
+                guard ready != .invalid else { return }  // As the model: no actions on the last call.
                 for action in actions { execute(action) }
             }
         case .setEvents(let id, let events):
@@ -89,9 +90,14 @@ extension ModelRealLoop {
         for slot in model.loopTable.keys where !seen.contains(slot) {
             problems.append("slot \(slot) is not registered; the model has a registration")
         }
-        let failed = snapshot.failedSources.map { ids[ObjectIdentifier($0)] ?? -1 }
-        if failed != model.failedSources.map(\.id) {
-            problems.append("sources awaiting their last call: \(failed), expected \(model.failedSources.map(\.id))")
+        // Parked in the order epoll reported them (unspecified): compared as sets.
+        let parked = snapshot.parkedDescriptors.map { watched.firstIndex(of: $0) ?? -1 }.sorted()
+        let expectedParked = model.parkedRegistrations.map { model.registrations[$0]!.slot }.sorted()
+        if parked != expectedParked { problems.append("parked slots \(parked), expected \(expectedParked)") }
+        let failed = snapshot.failedSources.map { ids[ObjectIdentifier($0)] ?? -1 }.sorted()
+        let expectedFailed = model.failedSources.map(\.id).sorted()
+        if failed != expectedFailed {
+            problems.append("sources awaiting their last call: \(failed), expected \(expectedFailed)")
         }
         return problems
     }

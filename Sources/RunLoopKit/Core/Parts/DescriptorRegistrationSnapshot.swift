@@ -24,6 +24,8 @@ struct DescriptorRegistrationSnapshot {
     /// The loop's epoll set.
     let epollDescriptor: CInt
     let registrations: [Registration]
+    /// The descriptors of the parked registrations, in the order they are resumed.
+    let parkedDescriptors: [CInt]
     /// Watches in ``DescriptorTable/parked`` that are not registered (left the set, or replaced): should be none.
     let strayParkedCount: Int
     /// Numbers the poller's table holds that the loop's thread does not know: should be none between passes.
@@ -56,6 +58,7 @@ extension Loop {
         }
         return DescriptorRegistrationSnapshot(
             epollDescriptor: poller.epoll, registrations: registrations,
+            parkedDescriptors: descriptorTable.parked.map(\.descriptor),
             strayParkedCount: descriptorTable.parked.count { !isRegistered($0) },
             unknownEpollEntries: (table?.1 ?? []).filter { !known.contains($0) }.sorted(),
             failedSources: descriptorTable.failed.map(\.source))
