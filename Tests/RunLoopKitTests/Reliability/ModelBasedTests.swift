@@ -63,14 +63,14 @@ import Testing
                 "S", "T", "K", "sched", "cancel", "R:finished", "R:stopped", "R:timedOut", "R:handledSource",
                 "E:invalidated", "O.entry", "O.beforeTimers", "O.beforeSources", "O.beforeWaiting",
                 "O.afterWaiting", "O.exit", "D:readable", "D:writable", "D:readable|writable", "D:invalid",
-                "E:badDescriptor",
             ]
-            // The descriptor rules the model notes (LoopModel.notes), each at least once.
-            let notes = [
-                "parked", "unparked", "change refused", "shared report", "mask changed before its call",
-                "left before its call",
+            // Rarer ones, each at least once: an add after the descriptor was replaced, and the descriptor rules the
+            // model notes (LoopModel.notes).
+            let rare = [
+                "E:badDescriptor", "note:parked", "note:unparked", "note:change refused", "note:shared report",
+                "note:mask changed before its call", "note:left before its call",
             ]
-            return kinds.first { counts[$0, default: 0] < 5 } ?? notes.first { counts["note:" + $0, default: 0] < 1 }
+            return kinds.first { counts[$0, default: 0] < 5 } ?? rare.first { counts[$0, default: 0] < 1 }
         }
 
         var description: String {

@@ -12,6 +12,8 @@ struct ModelGenerator {
     /// Counts descriptor sources made with handler actions: each gets an order of its own (see ``descriptorOrder``).
     private var actingSources = 0
     static let poolSize = 6
+    /// Descriptor sources come and go faster (pairs, replaced descriptors): a larger pool.
+    static let descriptorPoolSize = 8
 
     init(seed: UInt64) {
         random = SplitMix64(seed: seed)
@@ -31,18 +33,20 @@ struct ModelGenerator {
         case .createObserver(let id, _, _, _):
             Self.insert(id, into: &observerIDs) { !model.observers[$0]!.member.valid }
         case .createDescriptorSource(let id, _, _, _, _):
-            Self.insert(id, into: &descriptorIDs) { !model.descriptorSources[$0]!.member.valid }
+            Self.insert(id, into: &descriptorIDs, size: Self.descriptorPoolSize) {
+                !model.descriptorSources[$0]!.member.valid
+            }
         default: break
         }
     }
 
-    private static func insert(_ id: Int, into pool: inout [Int], isDead: (Int) -> Bool) {
-        if pool.count >= poolSize, let index = pool.firstIndex(where: isDead) { pool.remove(at: index) }
+    private static func insert(_ id: Int, into pool: inout [Int], size: Int = poolSize, isDead: (Int) -> Bool) {
+        if pool.count >= size, let index = pool.firstIndex(where: isDead) { pool.remove(at: index) }
         pool.append(id)
     }
 
-    private func poolHasRoom(_ pool: [Int], isDead: (Int) -> Bool) -> Bool {
-        pool.count < Self.poolSize || pool.contains(where: isDead)
+    private func poolHasRoom(_ pool: [Int], size: Int = poolSize, isDead: (Int) -> Bool) -> Bool {
+        pool.count < size || pool.contains(where: isDead)
     }
 
     private mutating func due() -> ModelDue {
@@ -147,11 +151,17 @@ struct ModelGenerator {
         let slot = random.below(LoopModel.slotCount)
         let isDead: (Int) -> Bool = { !model.descriptorSources[$0]!.member.valid }
         switch roll {
-        case 0..<12 where depth == 0 && poolHasRoom(descriptorIDs, isDead: isDead):
+        case 0..<12 where depth == 0 && poolHasRoom(descriptorIDs, size: Self.descriptorPoolSize, isDead: isDead):
             return createDescriptorSource(slot: slot, model: model)
-        case 12..<16 where depth == 0 && descriptorIDs.count(where: { !isDead($0) }) <= Self.poolSize - 2:
-            return sharedDescriptorPair(slot: slot)
-        case 16..<34:
+        case 12..<18 where depth == 0:
+            // Room for two: the oldest live sources are invalidated first if need be.
+            let dead = descriptorIDs.count(where: isDead)
+            let missing = max(0, 2 - (Self.descriptorPoolSize - descriptorIDs.count) - dead)
+            let retired = descriptorIDs.filter { !isDead($0) }.prefix(missing).map {
+                ModelOp.invalidate(.descriptor($0))
+            }
+            return sharedDescriptorPair(slot: slot, after: Array(retired))
+        case 18..<34:
             if !descriptorIDs.isEmpty { return .add(.descriptor(random.pick(descriptorIDs)), mode()) }
         case 34..<40:
             if !descriptorIDs.isEmpty { return .remove(.descriptor(random.pick(descriptorIDs)), mode()) }
@@ -211,7 +221,7 @@ struct ModelGenerator {
 
     /// Two sources of one descriptor in one mode, ready: the first (lower order) changes what the second watches,
     /// or takes it out, from its handler, before the second's call in the same pass.
-    private mutating func sharedDescriptorPair(slot: Int) -> ModelOp {
+    private mutating func sharedDescriptorPair(slot: Int, after retired: [ModelOp]) -> ModelOp {
         let second = newID()
         let first = newID()
         actingSources += 1
@@ -222,12 +232,18 @@ struct ModelGenerator {
             default: .invalidate(.descriptor(second))
             }
         let mode = mode()
-        return .sequence([
-            .createDescriptorSource(
-                id: second, slot: slot, events: events(), order: 10 * (1 + random.below(2)), actions: []),
-            .createDescriptorSource(
-                id: first, slot: slot, events: [.readable], order: 1 + actingSources % 9, actions: [action]),
-            .add(.descriptor(second), mode), .add(.descriptor(first), mode), .makeReadable(slot: slot),
-        ])
+        var steps: [ModelOp] =
+            retired + [
+                .createDescriptorSource(
+                    id: second, slot: slot, events: events(), order: 10 * (1 + random.below(2)), actions: []),
+                .createDescriptorSource(
+                    id: first, slot: slot, events: [.readable], order: 1 + actingSources % 9, actions: [action]),
+                .add(.descriptor(second), mode), .add(.descriptor(first), mode), .makeReadable(slot: slot),
+            ]
+        // Often a pass of that mode at once (later steps may change the picture first).
+        if random.chance(50) {
+            steps.append(.run(mode == .common ? .default : mode, poll: true, returnAfterSourceHandled: false))
+        }
+        return .sequence(steps)
     }
 }
