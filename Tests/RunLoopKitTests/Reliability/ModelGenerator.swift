@@ -9,7 +9,7 @@ struct ModelGenerator {
     private(set) var observerIDs: [Int] = []
     private(set) var descriptorIDs: [Int] = []
     private var nextID = 0
-    /// Counts descriptor sources made with handler actions: each gets an order of its own (see ``descriptorOrder``).
+    /// Counts descriptor sources made with handler actions, which get orders of their own (``createDescriptorSource``).
     private var actingSources = 0
     static let poolSize = 6
     /// Descriptor sources come and go faster (pairs, replaced descriptors): a larger pool.
@@ -183,7 +183,8 @@ struct ModelGenerator {
 
     /// A source on `slot`. Most handlers only record their call (orders 0, 10, 20: ties are common); some then act
     /// (drain their descriptor, change what a source watches, add, remove, invalidate, signal, run nested...), and
-    /// those get an order no other source has, as the model can only predict tied calls that do not affect each other.
+    /// those get orders of their own (1-9, 11-19, in turn; never a multiple of 10), as the model can only predict tied
+    /// calls that do not affect each other (it drops a step where two tied ready sources include one that acts).
     private mutating func createDescriptorSource(slot: Int, model: LoopModel) -> ModelOp {
         let id = newID()
         var actions: [ModelOp] = []
@@ -194,8 +195,8 @@ struct ModelGenerator {
             let count = 1 + random.below(2)
             for _ in 0..<count {
                 // Acting on another source too, which may be ready in the same pass: it is told what it watches
-                // when it is called, and not called once out of the running mode.
-                // Mostly a live source of the same descriptor: reported in the same pass.
+                // when it is called, and not called once out of the running mode. Mostly a live source of the same
+                // descriptor, which is reported in the same pass.
                 let sameSlot = descriptorIDs.filter {
                     model.descriptorSources[$0]!.slot == slot && model.descriptorSources[$0]!.member.valid
                 }

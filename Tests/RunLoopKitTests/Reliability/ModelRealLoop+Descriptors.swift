@@ -17,7 +17,7 @@ extension ModelRealLoop {
     func executeDescriptorStep(_ op: ModelOp) {
         switch op {
         case .createDescriptorSource(let id, let slot, let events, let order, let actions):
-            descriptorSources[id] = try! FileDescriptorSource(
+            let source = try! FileDescriptorSource(
                 descriptor: watched[slot], events: events, order: order
             ) { [weak self] _, ready in
                 guard let self else { return }
@@ -25,6 +25,9 @@ extension ModelRealLoop {
                 guard ready != .invalid else { return }  // As the model: no actions on the last call.
                 for action in actions { execute(action) }
             }
+            descriptorSources[id] = source
+            descriptorIDsByObject[ObjectIdentifier(source)] = id
+            liveDescriptorIDs.insert(id)
         case .setEvents(let id, let events):
             descriptorSources[id]!.events = events
         case .makeReadable(let slot):
@@ -60,10 +63,12 @@ extension ModelRealLoop {
         for (slot, reg) in model.loopTable where model.registrations[reg]!.file != model.slots[slot].file {
             staleDescriptors.insert(watched[slot])
         }
+        // Invalid sources stay invalid: the invariants check that none is in a registration.
+        liveDescriptorIDs = liveDescriptorIDs.filter { descriptorSources[$0]!.isValid }
         var problems = loop.descriptorRegistrationProblems(
-            sources: Array(descriptorSources.values), staleDescriptors: staleDescriptors)
+            sources: liveDescriptorIDs.map { descriptorSources[$0]! }, staleDescriptors: staleDescriptors)
         let snapshot = loop.descriptorRegistrationSnapshot()
-        let ids = Dictionary(uniqueKeysWithValues: descriptorSources.map { (ObjectIdentifier($0.value), $0.key) })
+        let ids = descriptorIDsByObject
         var seen: Set<Int> = []
         for registration in snapshot.registrations {
             guard let slot = watched.firstIndex(of: registration.descriptor) else {

@@ -14,6 +14,9 @@ final class ModelRealLoop: @unchecked Sendable {
     var timers: [Int: LoopTimer] = [:]
     var observers: [Int: LoopObserver] = [:]
     var descriptorSources: [Int: FileDescriptorSource] = [:]
+    /// Each descriptor source's id, by object, and the ids of those still valid (the soak makes thousands).
+    var descriptorIDsByObject: [ObjectIdentifier: Int] = [:]
+    var liveDescriptorIDs: Set<Int> = []
     /// The test's descriptors: the watched end of a socket pair per slot, and the peer that makes it readable.
     var watched: [CInt] = []
     var peers: [CInt] = []
