@@ -6,18 +6,23 @@ import RunLoopKit
 /// source watches when it is called; a source whose registration left the epoll set behind its back (its file
 /// replaced) fails: invalidated, with one last call (`invalid`) in a pass of one of the modes it was in.
 ///
-/// The test's descriptors are the watched ends of socket pairs: readable while the test's peer wrote and nobody
-/// drained them, always writable, never hung up.
+/// The test's descriptors are the watched ends of two socket pairs (readable while the test's peer wrote and nobody
+/// drained them, always writable, never hung up) and the read end of a pipe (``pipeSlot``: never writable, hung up
+/// once the test closed its writer).
 extension LoopModel {
     typealias Events = FileDescriptorSource.Events
 
     static let slotCount = 3
+    /// The slot that is a pipe's read end; the others are socket ends.
+    static let pipeSlot = 2
     static let watchable: Events = [.readable, .writable, .priority]
 
     /// One of the test's descriptor numbers: the file it names now (a count of replacements), and its readiness.
     struct Slot {
         var file = 0
         var readable = false
+        /// The pipe's writer was closed.
+        var hungUp = false
     }
 
     struct DescriptorSource {
@@ -48,6 +53,9 @@ extension LoopModel {
         /// What the epoll set was last told.
         var registered: Events
         var parked = false
+        /// While it watches nothing (`[]`, a one-shot entry with no events): whether the kernel may still report a
+        /// hang-up once. Every change of what it watches re-arms it.
+        var armed = true
         /// Left the poller's table: released, superseded or refused.
         var removed = false
 
@@ -195,6 +203,7 @@ extension LoopModel {
             let slot = registrations[reg]!.slot
             guard registrations[reg]!.file != slots[slot].file else {
                 registrations[reg]!.registered = events
+                registrations[reg]!.armed = true
                 return
             }
             registrations[reg]!.removed = true
@@ -265,15 +274,25 @@ extension LoopModel {
     // MARK: Handling
 
     /// What `epoll_wait` reports: every entry still in the kernel's set (its file not replaced) whose registered
-    /// events hold. A socket end is always writable.
-    func descriptorReports() -> [(registration: Int, events: Events)] {
+    /// events hold, and a hung-up pipe's hang-up, which epoll reports whatever was asked; an entry that watches
+    /// nothing is one-shot, so it reports that hang-up once and is then disarmed until changed. A socket end is always
+    /// writable, the pipe never.
+    mutating func readDescriptorReports() -> [(registration: Int, events: Events)] {
         var reports: [(Int, Events)] = []
         for (slot, reg) in pollerTable.sorted(by: { $0.key < $1.key })
         where registrations[reg]!.file == slots[slot].file {
             let registered = registrations[reg]!.registered
             var events: Events = []
+            if registered.isEmpty {
+                guard slots[slot].hungUp, registrations[reg]!.armed else { continue }
+                registrations[reg]!.armed = false
+                notes.append("hang-up to a registration watching nothing")
+                reports.append((reg, [.hangUp]))
+                continue
+            }
             if registered.contains(.readable) && slots[slot].readable { events.insert(.readable) }
-            if registered.contains(.writable) { events.insert(.writable) }
+            if registered.contains(.writable) && slot != Self.pipeSlot { events.insert(.writable) }
+            if slots[slot].hungUp { events.insert(.hangUp) }
             if !events.isEmpty { reports.append((reg, events)) }
         }
         return reports
@@ -327,6 +346,9 @@ extension LoopModel {
                 continue
             }
             if source.events != maskAtQueue[id] { notes.append("mask changed before its call") }
+            if events.contains(.hangUp) {
+                notes.append(source.events.isEmpty ? "hang-up not told (watches nothing)" : "hang-up told")
+            }
             let reported =
                 source.events.isDisjoint(with: Self.watchable)
                 ? [] : events.intersection(source.events.union([.error, .hangUp]))

@@ -109,11 +109,13 @@ struct LoopModel {
                 slot: slot, order: order, actions: actions, file: slots[slot].file,
                 events: events.intersection([.readable, .writable, .priority]))
         case .setEvents(let id, let events): setEvents(id, events)
-        case .makeReadable(let slot): slots[slot].readable = true
+        case .makeReadable(let slot): if !slots[slot].hungUp { slots[slot].readable = true }  // No writer left.
         case .drain(let slot): slots[slot].readable = false
         case .replaceDescriptor(let slot):
             slots[slot].file += 1
             slots[slot].readable = false
+            slots[slot].hungUp = false
+        case .hangUp(let slot): slots[slot].hungUp = true
         }
     }
 
@@ -423,7 +425,7 @@ struct LoopModel {
     mutating func waitForEvents(
         poll: Bool, mode: ModelMode
     ) -> [(registration: Int, events: FileDescriptorSource.Events)] {
-        let reports = descriptorReports()
+        let reports = readDescriptorReports()
         guard !poll else { return reports }
         notifyObservers(.beforeWaiting)
         var block = true

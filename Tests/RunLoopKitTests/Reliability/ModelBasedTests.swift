@@ -62,13 +62,14 @@ import Testing
             let kinds = [
                 "S", "T", "K", "sched", "cancel", "R:finished", "R:stopped", "R:timedOut", "R:handledSource",
                 "E:invalidated", "O.entry", "O.beforeTimers", "O.beforeSources", "O.beforeWaiting",
-                "O.afterWaiting", "O.exit", "D:readable", "D:writable", "D:readable|writable", "D:invalid",
+                "O.afterWaiting", "O.exit", "D:readable", "D:writable", "D:readable|writable", "D:hangUp", "D:invalid",
             ]
             // Rarer ones, each at least once: an add after the descriptor was replaced, and the descriptor rules the
             // model notes (LoopModel.notes).
             let rare = [
                 "E:badDescriptor", "note:parked", "note:unparked", "note:change refused", "note:shared report",
-                "note:mask changed before its call", "note:left before its call",
+                "note:mask changed before its call", "note:left before its call", "note:hang-up told",
+                "note:hang-up to a registration watching nothing",
             ]
             return kinds.first { counts[$0, default: 0] < 5 } ?? rare.first { counts[$0, default: 0] < 1 }
         }

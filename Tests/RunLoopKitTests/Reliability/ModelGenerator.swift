@@ -173,8 +173,10 @@ struct ModelGenerator {
             return .makeReadable(slot: slot)
         case 78..<96:
             return .drain(slot: slot)
-        case 96..<100 where depth == 0:
+        case 96..<98 where depth == 0:
             return .replaceDescriptor(slot: slot)
+        case 98..<100 where depth == 0:
+            return .hangUp(slot: LoopModel.pipeSlot)
         default:
             break
         }

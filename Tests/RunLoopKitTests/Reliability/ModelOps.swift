@@ -67,6 +67,8 @@ indirect enum ModelOp: Sendable, CustomStringConvertible {
     /// Replaces the file descriptor `slot` names with a new one (`dup2`), behind its sources' backs: the kernel drops
     /// the old file's epoll registration and the number names a file the loop never saw.
     case replaceDescriptor(slot: Int)
+    /// Closes the writer of the pipe slot (``LoopModel/pipeSlot``): its read end reports a hang-up until replaced.
+    case hangUp(slot: Int)
 
     /// Whether the step runs the loop (itself, or one of the steps of a sequence).
     var runsTheLoop: Bool {
@@ -99,6 +101,7 @@ indirect enum ModelOp: Sendable, CustomStringConvertible {
         case .makeReadable(let slot): "makeReadable(\(slot))"
         case .drain(let slot): "drain(\(slot))"
         case .replaceDescriptor(let slot): "replaceDescriptor(\(slot))"
+        case .hangUp(let slot): "hangUp(\(slot))"
         }
     }
 }

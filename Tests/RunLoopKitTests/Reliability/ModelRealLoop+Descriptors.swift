@@ -14,6 +14,22 @@ extension ModelRealLoop {
         return (ends[0], ends[1])
     }
 
+    /// A pipe (read end, writer), non-blocking and close-on-exec.
+    static func pipePair() -> (CInt, CInt) {
+        var ends: [CInt] = [-1, -1]
+        precondition(pipe(&ends) == 0, "pipe failed: errno \(errno)")
+        for end in ends {
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        return (ends[0], ends[1])
+    }
+
+    /// The watched end and its peer for `slot`: the pipe slot's is a pipe, the others' a socket pair.
+    static func descriptorPair(slot: Int) -> (CInt, CInt) {
+        slot == LoopModel.pipeSlot ? pipePair() : socketPair()
+    }
+
     func executeDescriptorStep(_ op: ModelOp) {
         switch op {
         case .createDescriptorSource(let id, let slot, let events, let order, let actions):
@@ -31,6 +47,7 @@ extension ModelRealLoop {
         case .setEvents(let id, let events):
             descriptorSources[id]!.events = events
         case .makeReadable(let slot):
+            guard peers[slot] >= 0 else { return }  // The pipe's writer is closed.
             var byte: UInt8 = 1
             precondition(write(peers[slot], &byte, 1) == 1, "write to the peer failed: errno \(errno)")
         case .drain(let slot):
@@ -39,11 +56,14 @@ extension ModelRealLoop {
         case .replaceDescriptor(let slot):
             // dup2 closes the old file and puts the new one at its number in one step: no other thread of the test
             // process can take the number in between.
-            let (end, peer) = Self.socketPair()
+            let (end, peer) = Self.descriptorPair(slot: slot)
             precondition(dup2(end, watched[slot]) == watched[slot], "dup2 failed: errno \(errno)")
             close(end)
-            close(peers[slot])
+            if peers[slot] >= 0 { close(peers[slot]) }
             peers[slot] = peer
+        case .hangUp(let slot):
+            if peers[slot] >= 0 { close(peers[slot]) }
+            peers[slot] = -1
         default:
             preconditionFailure("not a descriptor step: \(op)")
         }
@@ -51,7 +71,7 @@ extension ModelRealLoop {
 
     /// Closes the test's descriptors; after every source was invalidated.
     func closeDescriptors() {
-        for descriptor in watched + peers { close(descriptor) }
+        for descriptor in watched + peers where descriptor >= 0 { close(descriptor) }
         watched = []
         peers = []
     }
@@ -68,6 +88,7 @@ extension ModelRealLoop {
         var problems = loop.descriptorRegistrationProblems(
             sources: liveDescriptorIDs.map { descriptorSources[$0]! }, staleDescriptors: staleDescriptors)
         let snapshot = loop.descriptorRegistrationSnapshot()
+        let kernel = loop.epollKernelEntries()
         let ids = descriptorIDsByObject
         var seen: Set<Int> = []
         for registration in snapshot.registrations {
@@ -87,6 +108,15 @@ extension ModelRealLoop {
             if registration.registeredEvents != expected.registered {
                 problems.append(
                     "slot \(slot) registered \(registration.registeredEvents), expected \(expected.registered)")
+            }
+            // Watching nothing, the entry is one-shot: after it reported a hang-up the kernel keeps EPOLLONESHOT only.
+            if expected.registered.isEmpty, let entry = kernel[registration.descriptor],
+                model.registrations[reg]!.file == model.slots[slot].file
+            {
+                let disarmed = entry.events & 0x18 == 0  // EPOLLERR | EPOLLHUP gone
+                if disarmed == expected.armed {
+                    problems.append("slot \(slot)'s one-shot entry is \(disarmed ? "disarmed" : "armed") in the kernel")
+                }
             }
             if registration.isParked != expected.parked {
                 problems.append("slot \(slot) parked is \(registration.isParked), expected \(expected.parked)")

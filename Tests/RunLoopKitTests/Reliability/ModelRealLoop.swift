@@ -17,7 +17,8 @@ final class ModelRealLoop: @unchecked Sendable {
     /// Each descriptor source's id, by object, and the ids of those still valid (the soak makes thousands).
     var descriptorIDsByObject: [ObjectIdentifier: Int] = [:]
     var liveDescriptorIDs: Set<Int> = []
-    /// The test's descriptors: the watched end of a socket pair per slot, and the peer that makes it readable.
+    /// The test's descriptors: the watched end of a socket pair or pipe per slot, and the peer that makes it readable
+    /// (-1 once the pipe's writer was closed).
     var watched: [CInt] = []
     var peers: [CInt] = []
 
@@ -27,8 +28,8 @@ final class ModelRealLoop: @unchecked Sendable {
         pastBase = max(1_000, now.nanoseconds - 10_000_000_000)
         farTime = now + .seconds(3600)
         loop.addCommonMode(ModelMode.a.loopMode)
-        for _ in 0..<LoopModel.slotCount {
-            let (end, peer) = Self.socketPair()
+        for slot in 0..<LoopModel.slotCount {
+            let (end, peer) = Self.descriptorPair(slot: slot)
             watched.append(end)
             peers.append(peer)
         }
@@ -105,7 +106,7 @@ final class ModelRealLoop: @unchecked Sendable {
             loop.wakeUp()
         case .sequence(let ops):
             for op in ops { execute(op) }
-        case .createDescriptorSource, .setEvents, .makeReadable, .drain, .replaceDescriptor:
+        case .createDescriptorSource, .setEvents, .makeReadable, .drain, .replaceDescriptor, .hangUp:
             executeDescriptorStep(op)
         }
     }
