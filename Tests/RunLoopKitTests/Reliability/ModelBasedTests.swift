@@ -3,12 +3,15 @@ import RunLoopKit
 import Testing
 
 /// Random sequences of operations run against a real loop and against ``LoopModel``: after every step the
-/// recorded callouts (source performs, observer activities, blocks, timers, schedule/cancel, run results, add
-/// errors) and every item's observable state must equal the model's prediction.
+/// recorded callouts (source performs, observer activities, blocks, timers, descriptor handler calls,
+/// schedule/cancel, run results, add errors), every item's observable state and the descriptor sources'
+/// registrations must equal the model's prediction, and the registration invariants must hold
+/// (``Loop/descriptorRegistrationProblems(sources:staleDescriptors:)``).
 ///
 /// Deterministic: runs are zero-length polls, or long runs the model predicts end without sleeping; timers are
-/// due in the past or an hour away. Replay a failing seed with `RUNLOOPKIT_MODEL_SEED=<seed>`; more seeds and
-/// steps with `RUNLOOPKIT_SOAK=1`.
+/// due in the past or an hour away; descriptors are the test's own socket pairs and pipe. Replay a failing seed with
+/// `RUNLOOPKIT_MODEL_SEED=<seed>` (and `RUNLOOPKIT_MODEL_PRINT=1` to see every step); more seeds and steps with
+/// `RUNLOOPKIT_SOAK=1`.
 @Suite struct ModelBasedTests {
     static let defaultSeeds: [UInt64] = [1, 2, 0xC0FFEE, 0xDEAD_BEEF, 20_260_401]
 
