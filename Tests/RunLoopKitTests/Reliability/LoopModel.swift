@@ -44,6 +44,18 @@ struct LoopModel {
     }
 
     var sources: [Int: Source] = [:]
+    /// Descriptor sources, the test's descriptors and the loop's registrations: see LoopModel+Descriptors.swift.
+    var descriptorSources: [Int: DescriptorSource] = [:]
+    var slots = [Slot](repeating: Slot(), count: LoopModel.slotCount)
+    var registrations: [Int: Registration] = [:]
+    var nextRegistration = 0
+    /// The registration of each slot in the poller's table (the epoll set's entries), and in the loop's own table.
+    var pollerTable: [Int: Int] = [:]
+    var loopTable: [Int: Int] = [:]
+    /// Registrations parked, in the order they were parked.
+    var parkedRegistrations: [Int] = []
+    /// Sources invalidated because their descriptor failed, with the modes they were in: their last call is due.
+    var failedSources: [(id: Int, modes: [ModelMode])] = []
     var timers: [Int: Timer] = [:]
     var observers: [Int: Observer] = [:]
     /// Each mode's observers, sorted by order, equal orders in the order they joined.
@@ -65,6 +77,8 @@ struct LoopModel {
 
     /// The callouts, in order.
     var trace: [String] = []
+    /// Descriptor rules the last step exercised (parking, a failure, a mask changed before a call...), for coverage.
+    var notes: [String] = []
     /// Why the last step cannot be run for real without sleeping, if it cannot.
     var aborted: String?
 
@@ -90,6 +104,18 @@ struct LoopModel {
         case .stop: stopRequested = true
         case .wakeUp: wakeRequested = true
         case .sequence(let ops): for op in ops { apply(op) }
+        case .createDescriptorSource(let id, let slot, let events, let order, let actions):
+            descriptorSources[id] = DescriptorSource(
+                slot: slot, order: order, actions: actions, file: slots[slot].file,
+                events: events.intersection([.readable, .writable, .priority]))
+        case .setEvents(let id, let events): setEvents(id, events)
+        case .makeReadable(let slot): if !slots[slot].hungUp { slots[slot].readable = true }  // No writer left.
+        case .drain(let slot): slots[slot].readable = false
+        case .replaceDescriptor(let slot):
+            slots[slot].file += 1
+            slots[slot].readable = false
+            slots[slot].hungUp = false
+        case .hangUp(let slot): slots[slot].hungUp = true
         }
     }
 
@@ -100,6 +126,7 @@ struct LoopModel {
         case .source(let id): sources[id]!.member
         case .timer(let id): timers[id]!.member
         case .observer(let id): observers[id]!.member
+        case .descriptor(let id): descriptorSources[id]!.member
         }
     }
 
@@ -108,6 +135,7 @@ struct LoopModel {
         case .source(let id): change(&sources[id]!.member)
         case .timer(let id): change(&timers[id]!.member)
         case .observer(let id): change(&observers[id]!.member)
+        case .descriptor(let id): change(&descriptorSources[id]!.member)
         }
     }
 
@@ -117,6 +145,12 @@ struct LoopModel {
             return
         }
         update(item) { $0.bound = true }
+        if case .descriptor(let id) = item {
+            guard register(id) else {
+                trace.append("E:badDescriptor")
+                return
+            }
+        }
         if mode == .common {
             guard !member(item).isCommon else { return }
             update(item) { $0.isCommon = true }
@@ -147,6 +181,8 @@ struct LoopModel {
             let index = list.firstIndex { observers[$0]!.order > order } ?? list.endIndex
             list.insert(id, at: index)
             observerLists[mode] = list
+        case .descriptor(let id):
+            joinedMode(id, mode)
         }
     }
 
@@ -178,6 +214,8 @@ struct LoopModel {
             if timers[id]!.member.modes.isEmpty { unschedule(id) }
         case .observer(let id):
             observerLists[mode]?.removeAll { $0 == id }
+        case .descriptor:
+            break
         }
     }
 
@@ -185,11 +223,13 @@ struct LoopModel {
         if case .timer(let id) = item { timers[id]!.spent = false }  // A fired one-shot can no longer be re-armed.
         guard member(item).valid else { return }
         update(item) { $0.valid = false }
+        if case .descriptor(let id) = item { releaseRegistration(id) }
         if case .source(let id) = item { sources[id]!.signalled = false }
         guard member(item).bound else { return }
         update(item) { $0.isCommon = false }
         for mode in member(item).modes { removeFromMode(item, mode) }
         if case .timer(let id) = item { unschedule(id) }
+        if case .descriptor(let id) = item { unregister(id) }
     }
 
     // MARK: Sources
@@ -332,6 +372,7 @@ struct LoopModel {
             parked.removeAll { $0 == id }
             schedule(id)
         }
+        resumeParkedRegistrations(mode)
     }
 
     // MARK: Running
@@ -343,7 +384,8 @@ struct LoopModel {
     func isEmpty(_ mode: ModelMode) -> Bool {
         !sources.values.contains { $0.member.modes.contains(mode) }
             && !timers.values.contains { $0.member.modes.contains(mode) }
-            && !blocks.contains { matches($0, mode) }
+            && !descriptorSources.values.contains { $0.member.modes.contains(mode) }
+            && !blocks.contains { matches($0, mode) } && !hasFailedSource(mode)
     }
 
     mutating func notifyObservers(_ activity: Loop.Activity) {
@@ -375,12 +417,16 @@ struct LoopModel {
 
     func hasLocalWork(_ mode: ModelMode) -> Bool {
         blocks.contains { matches($0, mode) }
-            || signalledList.contains { sources[$0]!.member.modes.contains(mode) }
+            || signalledList.contains { sources[$0]!.member.modes.contains(mode) } || hasFailedSource(mode)
     }
 
-    /// Steps 6-8: with `poll` nothing is announced; otherwise the loop must find a reason not to sleep.
-    mutating func waitForEvents(poll: Bool, mode: ModelMode) {
-        guard !poll else { return }
+    /// Steps 6-8: with `poll` nothing is announced; otherwise the loop must find a reason not to sleep, or a
+    /// descriptor must report. Answers what the epoll set reports for the descriptor sources' registrations.
+    mutating func waitForEvents(
+        poll: Bool, mode: ModelMode
+    ) -> [(registration: Int, events: FileDescriptorSource.Events)] {
+        let reports = readDescriptorReports()
+        guard !poll else { return reports }
         notifyObservers(.beforeWaiting)
         var block = true
         if !signalStack.isEmpty || stopRequested {
@@ -391,8 +437,9 @@ struct LoopModel {
         } else if hasLocalWork(mode) || !dueTimersInHeap().isEmpty {
             block = false
         }
-        if block { aborted = "the real loop would sleep" }
+        if block && reports.isEmpty { aborted = "the real loop would sleep" }
         notifyObservers(.afterWaiting)
+        return reports
     }
 
     mutating func run(_ mode: ModelMode, poll: Bool, returnAfterSourceHandled once: Bool) -> Loop.RunResult {
@@ -427,10 +474,11 @@ struct LoopModel {
             notifyObservers(.beforeTimers)
             notifyObservers(.beforeSources)
             runBlocks()
-            let handled = performSignalledSources(onlyOne: once)
+            var handled = performSignalledSources(onlyOne: once)
             if handled { runBlocks() }
-            waitForEvents(poll: handled || poll || isEmpty(mode), mode: mode)
+            let reports = waitForEvents(poll: handled || poll || isEmpty(mode), mode: mode)
             fireDueTimers()
+            if handleReadyDescriptors(reports) { handled = true }
             runBlocks()
             if aborted != nil { return .finished }
             if handled && once { return .handledSource }

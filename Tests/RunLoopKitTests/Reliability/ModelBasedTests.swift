@@ -3,12 +3,15 @@ import RunLoopKit
 import Testing
 
 /// Random sequences of operations run against a real loop and against ``LoopModel``: after every step the
-/// recorded callouts (source performs, observer activities, blocks, timers, schedule/cancel, run results, add
-/// errors) and every item's observable state must equal the model's prediction.
+/// recorded callouts (source performs, observer activities, blocks, timers, descriptor handler calls,
+/// schedule/cancel, run results, add errors), every item's observable state and the descriptor sources'
+/// registrations must equal the model's prediction, and the registration invariants must hold
+/// (``Loop/descriptorRegistrationProblems(sources:staleDescriptors:)``).
 ///
 /// Deterministic: runs are zero-length polls, or long runs the model predicts end without sleeping; timers are
-/// due in the past or an hour away. Replay a failing seed with `RUNLOOPKIT_MODEL_SEED=<seed>`; more seeds and
-/// steps with `RUNLOOPKIT_SOAK=1`.
+/// due in the past or an hour away; descriptors are the test's own socket pairs and pipe. Replay a failing seed with
+/// `RUNLOOPKIT_MODEL_SEED=<seed>` (and `RUNLOOPKIT_MODEL_PRINT=1` to see every step); more seeds and steps with
+/// `RUNLOOPKIT_SOAK=1`.
 @Suite struct ModelBasedTests {
     static let defaultSeeds: [UInt64] = [1, 2, 0xC0FFEE, 0xDEAD_BEEF, 20_260_401]
 
@@ -38,6 +41,8 @@ import Testing
     struct ModelCoverage: CustomStringConvertible {
         var counts: [String: Int] = [:]
         var rejected = 0
+        /// Why candidate steps were dropped, by reason.
+        var rejections: [String: Int] = [:]
 
         mutating func count(_ trace: [String]) {
             for entry in trace {
@@ -46,6 +51,8 @@ import Testing
                     key = entry
                 } else if entry.hasPrefix("O") {
                     key = "O." + entry.split(separator: ".").last!
+                } else if descriptorOrderKey(entry) != nil {
+                    key = "D:" + entry.split(separator: ":").last!
                 } else {
                     key = String(entry.prefix { $0.isLetter })
                 }
@@ -58,14 +65,22 @@ import Testing
             let kinds = [
                 "S", "T", "K", "sched", "cancel", "R:finished", "R:stopped", "R:timedOut", "R:handledSource",
                 "E:invalidated", "O.entry", "O.beforeTimers", "O.beforeSources", "O.beforeWaiting",
-                "O.afterWaiting", "O.exit",
+                "O.afterWaiting", "O.exit", "D:readable", "D:writable", "D:readable|writable", "D:hangUp", "D:invalid",
             ]
-            return kinds.first { counts[$0, default: 0] < 5 }
+            // Rarer ones, each at least once: an add after the descriptor was replaced, and the descriptor rules the
+            // model notes (LoopModel.notes).
+            let rare = [
+                "E:badDescriptor", "note:parked", "note:unparked", "note:change refused", "note:shared report",
+                "note:mask changed before its call", "note:left before its call", "note:hang-up told",
+                "note:hang-up to a registration watching nothing",
+            ]
+            return kinds.first { counts[$0, default: 0] < 5 } ?? rare.first { counts[$0, default: 0] < 1 }
         }
 
         var description: String {
             counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-                + " rejected=\(rejected)"
+                + " rejected=\(rejected) ("
+                + rejections.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + ")"
         }
     }
 
@@ -77,28 +92,36 @@ import Testing
         var history: [String] = []
         var rejected = 0
         var coverage = ModelCoverage()
+        let printsSteps = ProcessInfo.processInfo.environment["RUNLOOPKIT_MODEL_PRINT"] == "1"
         defer {
             for source in real.sources.values { source.invalidate() }
             for timer in real.timers.values { timer.invalidate() }
             for observer in real.observers.values { observer.invalidate() }
+            for source in real.descriptorSources.values { source.invalidate() }
+            real.closeDescriptors()
         }
         for step in 0..<steps {
             var op = generator.next(model: model)
             var predicted = model
             predicted.trace = []
+            predicted.notes = []
             predicted.apply(op)
             var attempts = 1
-            while predicted.aborted != nil {
+            while let reason = predicted.aborted {
                 rejected += 1
+                coverage.rejections[reason, default: 0] += 1
+                if printsSteps { print("  rejected (\(reason)): \(op)\n    \(predicted.trace.prefix(80))") }
                 op = attempts < 20 ? generator.next(model: model) : .wakeUp
                 attempts += 1
                 predicted = model
                 predicted.trace = []
+                predicted.notes = []
                 predicted.apply(op)
             }
             model = predicted
             generator.accept(op, model: model)
             history.append("\(step): \(op)")
+            if printsSteps { print("\(step): \(op)") }
             if history.count > 12 { history.removeFirst() }
 
             real.trace = []
@@ -112,6 +135,7 @@ import Testing
                 problems.append("callouts differ\n  expected: \(expected)\n  actual:   \(actual)")
             }
             problems += real.stateDifferences(from: model)
+            problems += real.registrationDifferences(from: model)
             if elapsed > .seconds(5) { problems.append("the step took \(elapsed): the loop slept") }
             if !problems.isEmpty {
                 return """
@@ -122,6 +146,7 @@ import Testing
                     """
             }
             coverage.count(expected)
+            for note in model.notes { coverage.counts["note:" + note, default: 0] += 1 }
         }
         coverage.rejected = rejected
         Reliability.report("model: seed \(seed), \(steps) steps checked; \(coverage)")

@@ -30,6 +30,7 @@ enum ModelItem: Hashable, Sendable {
     case source(Int)
     case timer(Int)
     case observer(Int)
+    case descriptor(Int)
 }
 
 /// A block: its id (recorded when it runs), its modes, and what it does after recording.
@@ -56,6 +57,27 @@ indirect enum ModelOp: Sendable, CustomStringConvertible {
     case stop
     case wakeUp
     case sequence([ModelOp])
+    /// A descriptor source on the test's descriptor `slot`, whose handler records its call and then runs `actions`.
+    case createDescriptorSource(
+        id: Int, slot: Int, events: FileDescriptorSource.Events, order: Int, actions: [ModelOp])
+    case setEvents(Int, FileDescriptorSource.Events)
+    /// Makes descriptor `slot` readable (its peer writes a byte) or not (it is read dry).
+    case makeReadable(slot: Int)
+    case drain(slot: Int)
+    /// Replaces the file descriptor `slot` names with a new one (`dup2`), behind its sources' backs: the kernel drops
+    /// the old file's epoll registration and the number names a file the loop never saw.
+    case replaceDescriptor(slot: Int)
+    /// Closes the writer of the pipe slot (``LoopModel/pipeSlot``): its read end reports a hang-up until replaced.
+    case hangUp(slot: Int)
+
+    /// Whether the step runs the loop (itself, or one of the steps of a sequence).
+    var runsTheLoop: Bool {
+        switch self {
+        case .run: true
+        case .sequence(let ops): ops.contains { $0.runsTheLoop }
+        default: false
+        }
+    }
 
     var description: String {
         switch self {
@@ -73,6 +95,13 @@ indirect enum ModelOp: Sendable, CustomStringConvertible {
         case .stop: "stop"
         case .wakeUp: "wakeUp"
         case .sequence(let ops): "sequence(\(ops))"
+        case .createDescriptorSource(let id, let slot, let events, let order, let actions):
+            "createDescriptorSource(\(id), slot: \(slot), \(events), order: \(order), actions: \(actions))"
+        case .setEvents(let id, let events): "setEvents(\(id), \(events))"
+        case .makeReadable(let slot): "makeReadable(\(slot))"
+        case .drain(let slot): "drain(\(slot))"
+        case .replaceDescriptor(let slot): "replaceDescriptor(\(slot))"
+        case .hangUp(let slot): "hangUp(\(slot))"
         }
     }
 }
@@ -81,19 +110,34 @@ indirect enum ModelOp: Sendable, CustomStringConvertible {
 let modelActivities: [Loop.Activity] = [.entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit]
 
 /// Sorts every maximal run of schedule/cancel records: a common-mode add or remove visits the common modes in
-/// `Set` order, which Swift randomises per process, so only their multiset is specified.
+/// `Set` order, which Swift randomises per process, so only their multiset is specified. Sorts likewise every
+/// maximal run of descriptor-handler records of one `order` (`D<order>/<id>:<events>`): among ready sources of equal
+/// order, the loop calls them in the order epoll reported their descriptors (unspecified) and, within one
+/// descriptor, in no documented order; lower orders first is the rule, and it stays checked. Last calls
+/// (`D<order>/<id>:invalid`) form one group whatever their order: the loop makes them in the order the sources
+/// failed, which follows epoll's report order when several parked registrations fail as their mode resumes.
 func normalizedTrace(_ trace: [String]) -> [String] {
     var result: [String] = []
     var group: [String] = []
+    var groupKey: Substring?
     for entry in trace {
-        if entry.hasPrefix("sched") || entry.hasPrefix("cancel") {
-            group.append(entry)
-        } else {
+        let key: Substring? =
+            entry.hasPrefix("sched") || entry.hasPrefix("cancel") ? "sched" : descriptorOrderKey(entry)
+        if key == nil || key != groupKey {
             result.append(contentsOf: group.sorted())
             group.removeAll()
-            result.append(entry)
         }
+        groupKey = key
+        if key == nil { result.append(entry) } else { group.append(entry) }
     }
     result.append(contentsOf: group.sorted())
     return result
+}
+
+/// `D<order>` for a descriptor-handler record `D<order>/<id>:<events>`, else nil.
+func descriptorOrderKey(_ entry: String) -> Substring? {
+    guard entry.hasPrefix("D"), let slash = entry.firstIndex(of: "/") else { return nil }
+    let order = entry[entry.index(after: entry.startIndex)..<slash]
+    guard !order.isEmpty && order.allSatisfy(\.isNumber) else { return nil }
+    return entry.hasSuffix(":invalid") ? "D:invalid" : entry[..<slash]
 }

@@ -13,6 +13,14 @@ final class ModelRealLoop: @unchecked Sendable {
     var sources: [Int: LoopSource] = [:]
     var timers: [Int: LoopTimer] = [:]
     var observers: [Int: LoopObserver] = [:]
+    var descriptorSources: [Int: FileDescriptorSource] = [:]
+    /// Each descriptor source's id, by object, and the ids of those still valid (the soak makes thousands).
+    var descriptorIDsByObject: [ObjectIdentifier: Int] = [:]
+    var liveDescriptorIDs: Set<Int> = []
+    /// The test's descriptors: the watched end of a socket pair or pipe per slot, and the peer that makes it readable
+    /// (-1 once the pipe's writer was closed).
+    var watched: [CInt] = []
+    var peers: [CInt] = []
 
     init(loop: Loop) {
         self.loop = loop
@@ -20,6 +28,11 @@ final class ModelRealLoop: @unchecked Sendable {
         pastBase = max(1_000, now.nanoseconds - 10_000_000_000)
         farTime = now + .seconds(3600)
         loop.addCommonMode(ModelMode.a.loopMode)
+        for slot in 0..<LoopModel.slotCount {
+            let (end, peer) = Self.descriptorPair(slot: slot)
+            watched.append(end)
+            peers.append(peer)
+        }
     }
 
     private func instant(_ due: ModelDue) -> Loop.Instant {
@@ -50,6 +63,7 @@ final class ModelRealLoop: @unchecked Sendable {
                 case .source(let id): try loop.add(sources[id]!, to: mode.loopMode)
                 case .timer(let id): try loop.add(timers[id]!, to: mode.loopMode)
                 case .observer(let id): try loop.add(observers[id]!, to: mode.loopMode)
+                case .descriptor(let id): try loop.add(descriptorSources[id]!, to: mode.loopMode)
                 }
             } catch {
                 trace.append("E:\(error.code)")
@@ -59,12 +73,14 @@ final class ModelRealLoop: @unchecked Sendable {
             case .source(let id): loop.remove(sources[id]!, from: mode.loopMode)
             case .timer(let id): loop.remove(timers[id]!, from: mode.loopMode)
             case .observer(let id): loop.remove(observers[id]!, from: mode.loopMode)
+            case .descriptor(let id): loop.remove(descriptorSources[id]!, from: mode.loopMode)
             }
         case .invalidate(let item):
             switch item {
             case .source(let id): sources[id]!.invalidate()
             case .timer(let id): timers[id]!.invalidate()
             case .observer(let id): observers[id]!.invalidate()
+            case .descriptor(let id): descriptorSources[id]!.invalidate()
             }
         case .signal(let id):
             sources[id]!.signal()
@@ -90,6 +106,8 @@ final class ModelRealLoop: @unchecked Sendable {
             loop.wakeUp()
         case .sequence(let ops):
             for op in ops { execute(op) }
+        case .createDescriptorSource, .setEvents, .makeReadable, .drain, .replaceDescriptor, .hangUp:
+            executeDescriptorStep(op)
         }
     }
 
@@ -112,6 +130,16 @@ final class ModelRealLoop: @unchecked Sendable {
         }
         for (id, timer) in timers {
             check("timer \(id)", model.timers[id]!.member, valid: timer.isValid) { loop.contains(timer, in: $0) }
+        }
+        for (id, source) in descriptorSources {
+            let expected = model.descriptorSources[id]!
+            check("descriptor source \(id)", expected.member, valid: source.isValid) { loop.contains(source, in: $0) }
+            if source.events != expected.events {
+                differences.append("descriptor source \(id).events is \(source.events)")
+            }
+            if (source.failure != nil) != expected.failed {
+                differences.append("descriptor source \(id).failure is \(source.failure.map { "\($0)" } ?? "nil")")
+            }
         }
         for (id, observer) in observers {
             check("observer \(id)", model.observers[id]!.member, valid: observer.isValid) {
