@@ -51,7 +51,8 @@ public final class LoopTaskExecutor: TaskExecutor {
 extension Loop {
     /// A task executor on this loop, in its common modes: pass it to `withTaskExecutorPreference(_:)` or
     /// `Task(executorPreference:)`. Any thread. Each call makes a new one: keep the value to reuse it (two of one
-    /// loop run on the same thread, but a task moving from one preference to the other hops through the loop).
+    /// loop run on the same thread, but a task moving from one preference to the other hops through the loop). A
+    /// ``LoopThread`` keeps one: ``LoopThread/taskExecutor``.
     public var taskExecutor: LoopTaskExecutor { LoopTaskExecutor(loop: self, executor: nil) }
 }
 

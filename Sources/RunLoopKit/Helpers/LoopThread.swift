@@ -34,6 +34,9 @@ public final class LoopThread: Sendable {
     public let loop: Loop
     /// The worker's kernel thread id (as `gettid(2)` would say), 0 if `/proc` is not mounted.
     public let threadID: pid_t
+    /// The worker loop's task executor, made once: `withTaskExecutorPreference(thread.taskExecutor) { … }` runs
+    /// nonisolated async code on the worker (see ``LoopTaskExecutor``). Safe from any thread.
+    public let taskExecutor: LoopTaskExecutor
 
     /// Internal (not private) so the fork tests can tell whether a stop ran in a child of `fork()`.
     let worker: Worker
@@ -78,6 +81,7 @@ public final class LoopThread: Sendable {
         self.name = name
         self.worker = worker
         self.loop = startup.loop!
+        self.taskExecutor = startup.loop!.taskExecutor
         self.threadID = startup.threadID
         self.handle = Locked(Handle(thread: thread))
     }

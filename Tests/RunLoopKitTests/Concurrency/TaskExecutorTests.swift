@@ -26,6 +26,18 @@ private func whereDoesThisRun(expecting loop: Loop) async -> (onLoop: Bool, thre
         #expect(await !whereDoesThisRun(expecting: worker.loop).onLoop)
     }
 
+    /// A `LoopThread` keeps one task executor: the same object every time, on its loop.
+    @Test func aLoopThreadKeepsOneTaskExecutor() async throws {
+        let worker = try LoopThread(name: "task-thread")
+        defer { worker.stop() }
+        #expect(worker.taskExecutor === worker.taskExecutor)
+        #expect(worker.taskExecutor.loop === worker.loop)
+        let onWorker = await withTaskExecutorPreference(worker.taskExecutor) {
+            await whereDoesThisRun(expecting: worker.loop).onLoop
+        }
+        #expect(onWorker)
+    }
+
     @Test func anUnstructuredTaskWithAPreferenceRunsOnTheLoop() async throws {
         let worker = try LoopThread(name: "task-unstructured")
         defer { worker.stop() }

@@ -7,7 +7,7 @@ extension Loop {
     /// (``descriptorRegistrationSnapshot()``) and the kernel's view of the epoll set (`/proc/self/fdinfo`); empty
     /// when all hold. Call on the loop's thread, between passes (not from a handler), with every descriptor source
     /// the test made for this loop; `staleDescriptors` are numbers whose file the test replaced behind its sources'
-    /// backs, which the loop has not noticed yet (the kernel dropped their entries).
+    /// backs, which the loop has not noticed yet (the kernel drops their entries once the replaced files close).
     ///
     /// - every valid source holding a registration of this loop is in the registration of its descriptor, and only
     ///   valid sources are in one; each registration has a source (none without a watcher), as many holders as
@@ -63,9 +63,10 @@ extension Loop {
             }
             let entry = kernel[registration.descriptor]
             if staleDescriptors.contains(registration.descriptor) {
-                if entry?.tag == registration.watch.tag {
-                    problems.append("stale \(name) is still in the kernel's set")
-                }
+                // The kernel drops the entry when the replaced file closes, which is usually at once. But a child
+                // process another test forked meanwhile holds every file of ours until it execs or exits, and the
+                // entry lives as long as the file does (no call on the number can reach it): tolerated, not checked.
+                kernelTags.remove(registration.watch.tag)
                 continue
             }
             kernelTags.remove(registration.watch.tag)
