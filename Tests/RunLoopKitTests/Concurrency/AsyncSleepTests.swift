@@ -21,7 +21,8 @@ struct AsyncSleepTests {
         defer { worker.stop() }
         let start = Loop.Instant.now
         try await worker.loop.sleep(until: start + .seconds(-1))
-        #expect(Loop.Instant.now - start < .seconds(5))
+        // Generous: a suite under a sanitizer, with children running, kept this task waiting 8 s once.
+        #expect(Loop.Instant.now - start < .seconds(60))
     }
 
     @Test func sleepInAModeThatDoesNotRunWaitsForIt() async throws {
@@ -79,7 +80,7 @@ struct AsyncSleepTests {
         let cancelled = Loop.Instant.now
         task.cancel()
         #expect(isCancellation(await AsyncSupport.result(of: task)))
-        #expect(Loop.Instant.now - cancelled < .seconds(5))
+        #expect(Loop.Instant.now - cancelled < .seconds(60))  // Generous, as above.
         #expect(AsyncSupport.footprint(of: worker) == before)
     }
 }

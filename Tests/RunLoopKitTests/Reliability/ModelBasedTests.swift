@@ -28,7 +28,8 @@ import Testing
     /// kernel's after every step, and in this process other tests spawn children, which hold every file of ours
     /// until they exec: the kernel then keeps the entry of a file the test replaced, and the loop meets it. In the
     /// full suite on CI that broke the comparison twice in two runs; alone, never.
-    @Test(arguments: seeds)
+    /// The seeds one after another (`.serialized`): five children at once would starve the rest of the suite.
+    @Test(.serialized, arguments: seeds)
     func realLoopMatchesTheModel(seed: UInt64) async {
         let stepCount = Self.steps
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
