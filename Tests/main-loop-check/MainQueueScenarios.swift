@@ -261,7 +261,8 @@ func mainActorHandlersScenario() {
         isolatedHandlerCalls.append("descriptor")
         source.invalidate()
     }
-    let observer = LoopObserver(activities: .beforeWaiting, repeats: false) { @MainActor activity in
+    // Entry: every run sends it (a busy run may never sleep, so beforeWaiting could not be relied on).
+    let observer = LoopObserver(activities: .entry, repeats: false) { @MainActor activity in
         isolatedHandlerCalls.append("observer")
     }
     let timer = try! LoopTimer(after: .milliseconds(5)) { @MainActor _ in

@@ -23,13 +23,15 @@ import Testing
     @Test func cancellingTheWaitRemovesTheSource() async throws {
         let running = ItemsSupport.startRunningLoop(timeout: .seconds(120))
         defer { running.finish() }
-        let sleeper = ChildProcess.sleeping()
+        // Sleeps far longer than any wait below (killed at the end): under ThreadSanitizer the task once started
+        // after a 30 s sleeper had exited, and the wait then answered at once.
+        let sleeper = ChildProcess.sleeping(seconds: 600)
         defer { ChildProcess.killAndReap(sleeper) }
         let before = running.loop.itemCounts(in: .default).descriptorSources
         let waiting = Task { try await running.loop.waitForExit(of: sleeper) }
         // The pidfd's source joins the loop once the task runs. A generous deadline: in the full suite, other tests'
         // blocking waits can hold both cooperative threads of a 2-CPU machine for seconds before the task starts.
-        let joined = await awaitCondition(timeout: .seconds(60)) {
+        let joined = await awaitCondition(timeout: .seconds(120)) {
             running.loop.itemCounts(in: .default).descriptorSources == before + 1
         }
         #expect(joined, "the wait's source never joined: \(running.loop.itemCounts(in: .default))")
