@@ -71,105 +71,77 @@ import Testing
         descriptor.invalidate()
     }
 
+    /// A `poll()` host on a new thread that waits for one signal: its loop has one source, whose handler sets
+    /// `handled`. The host reads `pollDescriptor` once and keeps it; `prepare` runs next (before the host's first
+    /// wait), then the host waits and runs passes until the source was handled, counting waits that ended by their
+    /// time limit (a lost wake-up).
+    final class SignalHost: Sendable {
+        let handled = ItemsSupport.Flag()
+        let waitsTimedOut = Counter()
+        let source = Box<LoopSource>()
+        let loop = Box<Loop>()
+        /// Set once `prepare` returned: the host is about to wait.
+        let prepared = ItemsSupport.Flag()
+        private let thread = Box<TestThread>()
+
+        init(prepare: @escaping @Sendable (Loop) -> Void) {
+            thread.value = TestThread { [self] in
+                let loop = Loop.current
+                self.loop.value = loop
+                let source = LoopSource { [handled] in handled.set() }
+                try! loop.add(source)
+                self.source.value = source
+                var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)  // Read once.
+                prepare(loop)
+                prepared.set()
+                let deadline = ContinuousClock.now + .seconds(30)
+                while !handled.isSet && ContinuousClock.now < deadline {
+                    if poll(&entry, 1, 5_000) == 0 { waitsTimedOut.increment() }
+                    while loop.runPass() {}
+                }
+                source.invalidate()
+            }
+        }
+
+        /// Signals the source from this thread once the host is prepared, and checks that the host's wait ended
+        /// because the descriptor became readable (never by its time limit).
+        func signalAndExpectDelivery(whenAlso condition: @escaping @Sendable () -> Bool = { true }) {
+            #expect(waitUntil { self.prepared.isSet })
+            #expect(waitUntil(condition))
+            source.value!.signal()
+            thread.value!.join()
+            #expect(handled.isSet)
+            #expect(waitsTimedOut.current == 0, "a host wait ended by its time limit, not by the descriptor")
+        }
+    }
+
     /// The host starts waiting before the loop's first pass, with no priming `runPass()`: a signal from another
     /// thread still reaches the handler, because reading `pollDescriptor` made it readable until the first pass.
     /// (Before, nothing ever made it readable: the loop had not announced a sleep, so the signal wrote no eventfd.)
     @Test func aHostThatWaitsBeforeTheFirstPassMissesNothing() throws {
-        let handled = ItemsSupport.Flag()
-        let waitsTimedOut = Counter()
-        let sourceBox = Box<LoopSource>()
-        let ready = ItemsSupport.Flag()
-        let host = TestThread {
-            let loop = Loop.current
-            let source = LoopSource { handled.set() }
-            try! loop.add(source)
-            sourceBox.value = source
-            var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)
-            ready.set()
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !handled.isSet && ContinuousClock.now < deadline {
-                if poll(&entry, 1, 5_000) == 0 { waitsTimedOut.increment() }
-                while loop.runPass() {}
-                entry.fd = loop.pollDescriptor
-            }
-            source.invalidate()
-        }
-        #expect(waitUntil { ready.isSet })
-        sourceBox.value!.signal()
-        host.join()
-        #expect(handled.isSet)
-        #expect(waitsTimedOut.current == 0, "a host wait ended by its time limit, not by the descriptor")
+        SignalHost { _ in }.signalAndExpectDelivery()
     }
 
-    /// The host reads `pollDescriptor` once and keeps it. Between two of its passes, the app runs the loop itself
-    /// (`run(in:for:)` from a host callback): that run ends awake, with no sleep announced, so a signal sent afterwards
-    /// from another thread writes no eventfd. The run's end makes the descriptor readable instead; the host's next
-    /// pass readies the loop, and the signal then ends the host's wait. (Before, the host slept until its time limit.)
+    /// Between two of its passes, the app runs the loop itself (`run(in:for:)` from a host callback): that run ends
+    /// awake, with no sleep announced, so a signal sent afterwards from another thread writes no eventfd. The run's
+    /// end makes the descriptor readable instead; the host's next pass readies the loop, and the signal then ends the
+    /// host's wait. (Before, the host slept until its time limit.) The signal here comes at once after the run, while
+    /// the loop is still awake.
     @Test func aRunOfTheLoopsOwnBetweenHostPassesLeavesTheDescriptorWorking() throws {
-        let handled = ItemsSupport.Flag()
-        let waitsTimedOut = Counter()
-        let sourceBox = Box<LoopSource>()
-        let ranOwnRun = ItemsSupport.Flag()
-        let host = TestThread {
-            let loop = Loop.current
-            let source = LoopSource { handled.set() }
-            try! loop.add(source)
-            sourceBox.value = source
-            var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)  // Read once.
+        SignalHost { loop in
             while loop.runPass() {}
-            // A host callback runs the loop itself, briefly: a timer keeps the mode alive for the run.
-            let keepAlive = try! LoopTimer(after: .seconds(3_600)) { _ in }
-            try! loop.add(keepAlive)
-            loop.run(in: .default, for: .milliseconds(5))
-            keepAlive.invalidate()
-            ranOwnRun.set()
-            let deadline = ContinuousClock.now + .seconds(30)
-            while !handled.isSet && ContinuousClock.now < deadline {
-                if poll(&entry, 1, 5_000) == 0 { waitsTimedOut.increment() }
-                while loop.runPass() {}
-            }
-            source.invalidate()
-        }
-        #expect(waitUntil { ranOwnRun.isSet })
-        // Until the host's pass after the run, the loop is awake and the signal wakes nothing: the run's end made
-        // the descriptor readable, which must be what ends the host's first wait.
-        sourceBox.value!.signal()
-        host.join()
-        #expect(handled.isSet)
-        #expect(waitsTimedOut.current == 0, "a host wait ended by its time limit, not by the descriptor")
+            loop.run(in: .default, for: .milliseconds(5))  // The source keeps the mode alive for the run.
+        }.signalAndExpectDelivery()
     }
 
     /// The same, with the signal sent only once the host sleeps again after the run: the pass that the run's end
     /// caused readied the loop, so the signal writes the eventfd.
     @Test func afterARunOfItsOwnTheHostSleepsAndIsWokenBySignals() throws {
-        let handled = ItemsSupport.Flag()
-        let waitsTimedOut = Counter()
-        let sourceBox = Box<LoopSource>()
-        let loopBox = Box<Loop>()
-        let ranOwnRun = ItemsSupport.Flag()
-        let host = TestThread {
-            let loop = Loop.current
-            loopBox.value = loop
-            let source = LoopSource { handled.set() }
-            try! loop.add(source)
-            sourceBox.value = source
-            var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)
+        let host = SignalHost { loop in
             while loop.runPass() {}
             loop.run(in: .default, for: .milliseconds(5))
-            ranOwnRun.set()
-            let deadline = ContinuousClock.now + .seconds(30)
-            while !handled.isSet && ContinuousClock.now < deadline {
-                if poll(&entry, 1, 5_000) == 0 { waitsTimedOut.increment() }
-                while loop.runPass() {}
-            }
-            source.invalidate()
         }
-        #expect(waitUntil { ranOwnRun.isSet })
-        #expect(waitUntil { loopBox.value!.isWaiting })
-        sourceBox.value!.signal()
-        host.join()
-        #expect(handled.isSet)
-        #expect(waitsTimedOut.current == 0, "a host wait ended by its time limit, not by the descriptor")
+        host.signalAndExpectDelivery(whenAlso: { host.loop.value!.isWaiting })
     }
 
     @Test func aHostWaitsWhileTheLoopHasNothingToDo() throws {
