@@ -31,28 +31,7 @@ final class WorkService: @unchecked Sendable {
     init(loop: Loop, worker: LoopThread) throws {
         self.loop = loop
         self.worker = worker
-        let listener = socket(
-            AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard listener >= 0 else { throw EchoError("socket", errno) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, Glibc.listen(listener, 16) == 0 else {
-            let error = EchoError("bind/listen", errno)
-            close(listener)
-            throw error
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        self.listener = listener
-        port = UInt16(bigEndian: address.sin_port)
+        (listener, port) = try LoopbackListener.open(backlog: 16)
         listenerSource = try FileDescriptorSource(descriptor: listener) { [unowned self] _ in acceptAll() }
         try loop.add(listenerSource!, to: .common)
     }
@@ -79,10 +58,7 @@ final class WorkService: @unchecked Sendable {
 
     private func acceptAll() {
         while accepting {
-            let descriptor = accept(listener, nil, nil)
-            guard descriptor >= 0 else { return }  // EAGAIN: no more pending connections.
-            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+            guard let descriptor = LoopbackListener.accept(on: listener) else { return }  // None pending.
             do {
                 let source = try FileDescriptorSource(descriptor: descriptor) { [unowned self] source, _ in
                     readRequests(from: source)
