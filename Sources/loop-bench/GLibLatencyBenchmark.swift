@@ -188,16 +188,9 @@ enum GLibLatency {
         }
 
         func run() throws -> [Metric] {
-            let wallStart = Clock.monotonic()
-            let cpuStart = Clock.processCPU()
-            gate.increment()
-            guard samples.done.wait() else {
-                throw BenchmarkFailure("G: \(samples.received) of \(count) samples arrived within 300 s")
+            let (wall, cpu) = try SampledRun.time(releasing: gate, until: samples.done, sender: &sender) {
+                "G: \(samples.received) of \(count) samples arrived within 300 s"
             }
-            sender?.join()
-            sender = nil
-            let wall = Clock.monotonic() - wallStart
-            let cpu = Clock.processCPU() - cpuStart
             let sorted = Array(samples.latency).sorted()
             let inside = Array(samples.inside).sorted()
             return Metric.latencyFigures(sorted: sorted, cpuNanoseconds: cpu, wallNanoseconds: wall) + [

@@ -62,16 +62,9 @@ final class WakeLatencyBenchmark: Benchmark {
 
     func run() throws -> [Metric] {
         let samples = samples!
-        let wallStart = Clock.monotonic()
-        let cpuStart = Clock.processCPU()
-        gate.increment()
-        guard samples.done.wait() else {
-            throw BenchmarkFailure("W5: \(samples.received) of \(count) samples arrived within 300 s")
+        let (wall, cpu) = try SampledRun.time(releasing: gate, until: samples.done, sender: &sender) {
+            "W5: \(samples.received) of \(count) samples arrived within 300 s"
         }
-        sender?.join()
-        sender = nil
-        let wall = Clock.monotonic() - wallStart
-        let cpu = Clock.processCPU() - cpuStart
         let sorted = Array(samples.latency).sorted()
         return Metric.latencyFigures(sorted: sorted, cpuNanoseconds: cpu, wallNanoseconds: wall) + [
             Metric(
