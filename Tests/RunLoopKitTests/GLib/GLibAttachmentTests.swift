@@ -115,26 +115,10 @@ struct GLibAttachmentTests {
     }
 
     @Test func aDescriptorWatchedByGLibAndByTheLoopReachesBoth() throws {
-        let pipe = Pipe()
-        defer { pipe.close() }
-        let glibSaw = Counter()
-        let loopSaw = Counter()
-        let readEnd = pipe.readEnd
-        let source = try FileDescriptorSource(descriptor: readEnd) { source, _ in
-            loopSaw.increment()
-            source.invalidate()
+        try GLibTesting.expectADescriptorWatchedByBothReachesBoth { setUp in
+            let thread = GLibHostThread(setUp: setUp)
+            return (thread.loop, thread.stop)
         }
-        let host = GLibHostThread { loop, context in
-            try! loop.add(source)
-            GLibTesting.calls!.addDescriptorWatch(context, descriptor: readEnd, condition: 1) { _ in
-                glibSaw.increment()
-                return false
-            }
-        }
-        #expect(waitUntil { host.loop.isWaiting })
-        pipe.write()
-        #expect(waitUntil { glibSaw.current == 1 && loopSaw.current == 1 })
-        host.stop()
     }
 
     @Test func anIdleAttachedLoopCostsGLibNothing() {

@@ -151,28 +151,10 @@ struct GLibDriverTests {
     }
 
     @Test func aDescriptorWatchedByGLibAndByTheLoopReachesBoth() throws {
-        // GLib's watch and the app's FileDescriptorSource on one descriptor of one loop (a loop refuses a second
-        // FileDescriptorSource on a descriptor; GLib's descriptors are in the driver's own epoll set).
-        let pipe = Pipe()
-        defer { pipe.close() }
-        let glibSaw = Counter()
-        let loopSaw = Counter()
-        let readEnd = pipe.readEnd
-        let source = try FileDescriptorSource(descriptor: readEnd) { source, _ in
-            loopSaw.increment()
-            source.invalidate()
+        try GLibTesting.expectADescriptorWatchedByBothReachesBoth { setUp in
+            let thread = GLibDrivingThread(setUp: setUp)
+            return (thread.loop, thread.stop)
         }
-        let driving = GLibDrivingThread { loop, context in
-            try! loop.add(source)
-            GLibTesting.calls!.addDescriptorWatch(context, descriptor: readEnd, condition: 1) { _ in
-                glibSaw.increment()
-                return false
-            }
-        }
-        #expect(waitUntil { driving.loop.isWaiting })
-        pipe.write()
-        #expect(waitUntil { glibSaw.current == 1 && loopSaw.current == 1 })
-        driving.stop()
     }
 
     @Test func aDescriptorNumberReusedForAnotherFileIsWatchedAnew() {

@@ -158,3 +158,33 @@ struct SharedContext: @unchecked Sendable {
     let pointer: OpaquePointer
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }
+
+/// One way of sharing the thread with GLib, for checks that hold both ways: starts a thread whose loop and GLib
+/// context `setUp` prepares, and answers the loop and how to stop the thread.
+typealias GLibSharedThreadStart = (@escaping @Sendable (Loop, OpaquePointer) -> Void) -> (loop: Loop, stop: () -> Void)
+
+extension GLibTesting {
+    /// GLib's watch and the app's `FileDescriptorSource` on one descriptor of one loop: a write reaches both.
+    static func expectADescriptorWatchedByBothReachesBoth(_ start: GLibSharedThreadStart) throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let glibSaw = Counter()
+        let loopSaw = Counter()
+        let readEnd = pipe.readEnd
+        let source = try FileDescriptorSource(descriptor: readEnd) { source, _ in
+            loopSaw.increment()
+            source.invalidate()
+        }
+        let thread = start { loop, context in
+            try! loop.add(source)
+            GLibTesting.calls!.addDescriptorWatch(context, descriptor: readEnd, condition: 1) { _ in
+                glibSaw.increment()
+                return false
+            }
+        }
+        #expect(waitUntil { thread.loop.isWaiting })
+        pipe.write()
+        #expect(waitUntil { glibSaw.current == 1 && loopSaw.current == 1 })
+        thread.stop()
+    }
+}
