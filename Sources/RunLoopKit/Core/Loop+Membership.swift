@@ -91,6 +91,7 @@ extension Loop {
         contains(.descriptor(source), in: mode)
     }
 
+    @inline(__always)
     private func add(_ item: AnyItem, to mode: Mode) throws(LoopError) {
         let base = item.base
         guard base.isValid else {
@@ -107,13 +108,20 @@ extension Loop {
             // Invalidated meanwhile, on another thread, before it saw the registration: release it here.
             if !source.isValid { removeRegistration(of: source) }
         }
-        onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.join(change.0.item, to: change.1) }
+        if isCurrent {
+            join(item, to: mode)
+        } else {
+            onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.join(change.0.item, to: change.1) }
+        }
     }
 
     /// Puts `item` in `mode` (or in every common mode, for ``Mode/common``). Loop thread only.
+    @inline(__always)
     func join(_ item: AnyItem, to mode: Mode) {
         guard item.base.isValid else { return }
-        if mode == .common {
+        if mode == .default {  // First: equal names compare as one word, unequal ones cost a call.
+            addToMode(item, defaultMode)
+        } else if mode == .common {
             guard modeTable.commonItems.updateValue(item, forKey: item.identity) == nil else { return }
             commonItemCounts.adjust(item, by: 1)
             item.base.isCommon = true
@@ -158,6 +166,7 @@ extension Loop {
     }
 
     /// Puts `item` in `state`, with what each kind needs on joining. Loop thread only.
+    @inline(__always)
     func addToMode(_ item: AnyItem, _ state: ModeState) {
         let base = item.base
         guard base.isValid, !base.isIn(modeID: state.id) else { return }
@@ -191,6 +200,7 @@ extension Loop {
     }
 
     /// Takes `item` out of `state`, with what each kind needs on leaving. Loop thread only.
+    @inline(__always)
     func removeFromMode(_ item: AnyItem, _ state: ModeState) {
         let base = item.base
         guard let slot = base.memberships.remove(modeID: state.id) else { return }
@@ -207,11 +217,17 @@ extension Loop {
     }
 
     /// Invalidation: removes `item` from every mode and the common items, on the loop's thread. Any thread.
+    @inline(__always)
     func detachEverywhere(_ item: AnyItem) {
-        onLoopThread(with: UncheckedItem(item)) { loop, item in loop.detachNow(item.item) }
+        if isCurrent {
+            detachNow(item)
+        } else {
+            onLoopThread(with: UncheckedItem(item)) { loop, item in loop.detachNow(item.item) }
+        }
     }
 
     /// Invalidation's work on the loop's thread (``detachEverywhere(_:)``). Loop thread only.
+    @inline(__always)
     func detachNow(_ item: AnyItem) {
         if item.base.isCommon {
             modeTable.commonItems[item.identity] = nil
@@ -219,7 +235,13 @@ extension Loop {
             item.base.isCommon = false
         }
         // Taken one at a time rather than iterated, so removing does not mutate what is being iterated.
-        while let membership = item.base.memberships.any { removeFromMode(item, modeTable.list[membership.modeID]) }
+        while let membership = item.base.memberships.any {
+            if membership.modeID == defaultMode.id {
+                removeFromMode(item, defaultMode)  // Without retaining the mode.
+            } else {
+                removeFromMode(item, modeTable.list[membership.modeID])
+            }
+        }
         switch item {
         case .timer(let timer): unschedule(timer)
         case .descriptor(let source): unregister(source)

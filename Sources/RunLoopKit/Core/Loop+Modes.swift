@@ -28,7 +28,9 @@ extension Loop {
     }
 
     /// The state of the mode named `name`, created on first use. Loop thread only.
+    @inline(__always)
     func mode(named name: Mode) -> ModeState {
+        if name == .default { return defaultMode }  // Equal names compare as one word.
         if let state = existingMode(named: name) { return state }
         return makeMode(named: name)
     }

@@ -53,6 +53,9 @@ public final class Loop: @unchecked Sendable {
 
     /// The modes and the common modes, with the items added to ``Mode/common``.
     @exclusivity(unchecked) var modeTable = ModeTable()
+    /// ``Mode/default``, the mode of id 0, made with the loop. A `let`, so the paths that name the default mode (most
+    /// adds, schedules and runs) reach it without a lookup, and without retaining it.
+    let defaultMode = ModeState(name: .default, id: 0)
     /// The runs in progress, innermost first.
     @exclusivity(unchecked) var runStack = RunStack()
     /// Timers and one-shot callbacks.
@@ -90,7 +93,8 @@ public final class Loop: @unchecked Sendable {
         identity = Identity.next(isMain: isMain)
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
         control = Control(servesMainQueue: isMain && poller.forkGeneration == 0)
-        _ = mode(named: .default)
+        modeTable.insert(defaultMode)
+        publishedModes.withLock { $0.created(.default, id: defaultMode.id, counts: defaultMode.counts) }
         forkTableSlot = LiveLoops.insert(Unmanaged.passUnretained(self).toOpaque())
         guard forkTableSlot >= 0 else {
             throw LoopError(

@@ -18,9 +18,6 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
     /// just before it changed may still be using it (a `signal()` racing the move). Touched only by the thread that
     /// won the move (moves are ordered by the owner's compare-exchange) and by `deinit`.
     nonisolated(unsafe) private var formerOwners: [Unmanaged<Loop>]? = nil
-    /// Where the item is in its life: valid, spent (a one-shot timer that fired, which `setNextFireTime` can revive),
-    /// or invalidated for good.
-    private let lifecycle = Atomic<UInt8>(Lifecycle.valid)
 
     /// The owner's modes the item is in, with its slot in each.
     @exclusivity(unchecked) var memberships = Memberships()
@@ -30,14 +27,9 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
         get { commonFlag.load(ordering: .acquiring) }
         set { commonFlag.store(newValue, ordering: .releasing) }
     }
-    private let commonFlag = Atomic<Bool>(false)
     /// Bit `i` set while the item is in the owner's mode of id `i` (the first 64 modes): what `contains(_:in:)`
     /// reads from another thread. Written on the loop's thread only, next to ``memberships``.
     let modeMask = Atomic<UInt64>(0)
-    /// Whether the item keeps runs of its modes going, as asked from any thread (``LoopSource/keepsRunAlive``).
-    let keepsRunAliveRequested = Atomic<Bool>(true)
-    /// The value its modes' keep-alive counts reflect. Loop thread only.
-    final var countsTowardKeepAlive = true
     /// The item's rate limit (``RateLimiter``) as the bits of a retained reference, 0 until its limit or limit
     /// handler is first set; released in `deinit`. A plain word, like `ownerBits`: `AtomicLazyReference`'s generic
     /// load is not specialised here, and would cost every add a few hundred instructions.
@@ -55,7 +47,18 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
     /// before the item is shared.
     final var handlerIsolation: AnyObject? = nil
 
-    init() {}
+    // The one-byte fields, together, so the item has no padding between words.
+    /// Where the item is in its life: valid, spent (a one-shot timer that fired, which `setNextFireTime` can revive),
+    /// or invalidated for good.
+    private let lifecycle = Atomic<UInt8>(Lifecycle.valid)
+    /// The value its modes' keep-alive counts reflect. Loop thread only.
+    final var countsTowardKeepAlive = true
+    /// Backs ``isCommon``.
+    private let commonFlag = Atomic<Bool>(false)
+    /// Whether the item keeps runs of its modes going, as asked from any thread (``LoopSource/keepsRunAlive``).
+    let keepsRunAliveRequested = Atomic<Bool>(true)
+
+    @inline(__always) init() {}
 
     /// Whether the item can still be added to a loop and called: false once it was invalidated, and for a one-shot
     /// ``LoopTimer`` from the moment it fired until ``LoopTimer/setNextFireTime(_:)`` re-arms it. Safe from any thread.
@@ -130,6 +133,15 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
         let bits = ownerBits.load(ordering: .acquiring)
         guard bits != 0 else { return nil }
         return Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    }
+
+    /// Calls `body` with the owner, if the item is bound, without retaining it: the item holds its owner (and any
+    /// former owner) until it goes. Safe from any thread.
+    @inline(__always)
+    final func withOwner(_ body: (Loop) -> Void) {
+        let bits = ownerBits.load(ordering: .acquiring)
+        guard bits != 0 else { return }
+        Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)._withUnsafeGuaranteedRef(body)
     }
 
     /// Binds the item to `loop` unless it belongs to another live loop; answers whether it belongs to `loop` now.

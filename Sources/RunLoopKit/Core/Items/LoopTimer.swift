@@ -22,20 +22,22 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     /// The longest interval or tolerance accepted: CF's limit, about 16 years.
     public static let maximumInterval: Duration = .seconds(504_911_232)
 
-    /// The repeat interval, or `nil` for a one-shot timer.
-    public let interval: Duration?
-    /// How late the timer may fire to share a wake-up with others (clamped to half the interval when repeating).
-    public let tolerance: Duration
+    // Loop-thread confined, and first: the small fields: they share a word with the end of ``LoopItem``'s.
+    nonisolated(unsafe) var state = State.idle
+    /// The timer's index in the loop's timer heap while it is scheduled, else -1.
+    nonisolated(unsafe) var heapIndex: Int32 = -1
+
     /// Kept for CF parity and shown in descriptions; like CF, firing order does not depend on it.
     public let order: Int
 
     let handler: @Sendable (LoopTimer) -> Void
+    /// The repeat interval in nanoseconds (at least 1), or 0 for a one-shot timer.
     let intervalNanoseconds: Int64
     let toleranceNanoseconds: Int64
     /// The next fire time in monotonic nanoseconds; written on the loop's thread (or before the timer is added).
     private let fireTimeStorage: Atomic<Int64>
 
-    enum State {
+    enum State: UInt8 {
         /// In no heap: never added, removed from every mode, or invalidated.
         case idle
         /// In the owner's heap.
@@ -49,14 +51,19 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     }
 
     // Loop-thread confined state.
-    nonisolated(unsafe) var state = State.idle
-    nonisolated(unsafe) var heapIndex = -1
     /// Tie-breaker among equal fire times: insertion order.
     nonisolated(unsafe) var sequence: UInt64 = 0
     /// Fire time plus tolerance: the heap key and the latest time the loop must wake for it.
     nonisolated(unsafe) var latestFireTime: Int64 = 0
     /// While a one-shot timer is spent (it fired on its own): the modes it was in, rejoined when it is re-armed.
     nonisolated(unsafe) var formerModes: FormerModes? = nil
+
+    /// The repeat interval, or `nil` for a one-shot timer. The loop keeps it in whole nanoseconds (at least one),
+    /// and this is that value.
+    public var interval: Duration? { intervalNanoseconds > 0 ? .nanoseconds(intervalNanoseconds) : nil }
+    /// How late the timer may fire to share a wake-up with others (clamped to half the interval when repeating), in
+    /// whole nanoseconds.
+    public var tolerance: Duration { .nanoseconds(toleranceNanoseconds) }
 
     /// Creates a timer that first fires at `fireTime`.
     ///
@@ -76,17 +83,21 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
         order: Int = 0,
         handler: @escaping @Sendable (LoopTimer) -> Void
     ) throws(LoopError) {
-        if let interval, interval <= .zero || interval > Self.maximumInterval {
-            throw LoopError(.invalidInterval, message: "a repeat interval must be in (0, 16 years], got \(interval)")
+        var intervalNanoseconds: Int64 = 0
+        if let interval {
+            guard interval > .zero && interval <= Self.maximumInterval else {
+                throw LoopError(.invalidInterval, message: "a repeat interval must be in (0, 16 years], got \(interval)")
+            }
+            intervalNanoseconds = max(interval.saturatingNanoseconds, 1)
         }
-        if tolerance < .zero || tolerance > Self.maximumInterval {
-            throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
+        var toleranceNanoseconds: Int64 = 0
+        if !tolerance.isZero {  // The common case, checked without the out-of-line `Duration` comparisons.
+            guard tolerance > .zero && tolerance <= Self.maximumInterval else {
+                throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
+            }
+            toleranceNanoseconds = tolerance.saturatingNanoseconds
+            if intervalNanoseconds > 0 { toleranceNanoseconds = min(toleranceNanoseconds, intervalNanoseconds / 2) }
         }
-        let intervalNanoseconds = max(interval?.saturatingNanoseconds ?? 0, interval == nil ? 0 : 1)
-        var toleranceNanoseconds = tolerance.saturatingNanoseconds
-        if interval != nil { toleranceNanoseconds = min(toleranceNanoseconds, intervalNanoseconds / 2) }
-        self.interval = interval
-        self.tolerance = .nanoseconds(toleranceNanoseconds)
         self.order = order
         self.handler = handler
         self.intervalNanoseconds = intervalNanoseconds
@@ -130,7 +141,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     }
 
     /// Whether the timer repeats.
-    public var repeats: Bool { interval != nil }
+    public var repeats: Bool { intervalNanoseconds > 0 }
 
     /// Moves the next fire time to `fireTime`, or re-arms a one-shot timer that fired. Safe from any thread.
     ///
@@ -166,7 +177,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     /// the handler it prevents any repeat. A one-shot timer that fired can no longer be re-armed once invalidated.
     public func invalidate() {
         guard markInvalid() else { return }
-        owner?.detachEverywhere(.timer(self))
+        withOwner { $0.detachEverywhere(.timer(self)) }
     }
 }
 

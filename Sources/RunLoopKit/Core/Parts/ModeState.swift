@@ -84,7 +84,7 @@ final class ModeState {
         if items[slot].countsTowardKeepAlive { keepAliveCount -= 1 }
         let last = items.removeLast()
         guard slot < items.count else { return }
+        last.memberships.setSlot(slot, modeID: id)  // Before the move into the hole, which consumes `last`.
         items[slot] = last
-        last.memberships.setSlot(slot, modeID: id)
     }
 }

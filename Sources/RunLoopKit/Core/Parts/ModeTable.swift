@@ -16,9 +16,15 @@ struct ModeTable {
     /// Creates the mode named `name`, which must not exist yet.
     mutating func make(named name: Loop.Mode) -> ModeState {
         let state = ModeState(name: name, id: list.count)
-        state.isCommon = commonNames.contains(name)
-        byName[name] = state
-        list.append(state)
+        insert(state)
         return state
+    }
+
+    /// Takes in `state`, a mode just made for the next id.
+    mutating func insert(_ state: ModeState) {
+        require(state.id == list.count, "a mode's id must be its index in the mode table")
+        state.isCommon = commonNames.contains(state.name)
+        byName[state.name] = state
+        list.append(state)
     }
 }

@@ -18,6 +18,11 @@ struct TimerHeap {
 
         var timer: LoopTimer { reference.takeUnretainedValue() }
 
+        /// Tells the timer its new index, without retaining it (the heap holds it unowned; its modes hold it).
+        func place(at index: Int) {
+            reference._withUnsafeGuaranteedRef { $0.heapIndex = Int32(truncatingIfNeeded: index) }
+        }
+
         func precedes(_ other: Entry) -> Bool {
             latestFireTime != other.latestFireTime ? latestFireTime < other.latestFireTime : sequence < other.sequence
         }
@@ -40,13 +45,13 @@ struct TimerHeap {
         let hole = entries.count - 1
         entries.withUnsafeMutableBufferPointer { entries in
             FourAryHeap.siftUp(
-                entry, from: hole, in: entries, precedes: { $0.precedes($1) }, placed: { $0.timer.heapIndex = $1 })
+                entry, from: hole, in: entries, precedes: { $0.precedes($1) }, placed: { $0.place(at: $1) })
         }
     }
 
     /// Removes `timer`, which must be in this heap.
     mutating func remove(_ timer: LoopTimer) {
-        let index = timer.heapIndex
+        let index = Int(timer.heapIndex)
         require(
             index >= 0 && index < entries.count
                 && entries[index].reference.toOpaque() == Unmanaged.passUnretained(timer).toOpaque(),
@@ -56,14 +61,14 @@ struct TimerHeap {
         guard index < entries.count else { return }
         entries.withUnsafeMutableBufferPointer { entries in
             FourAryHeap.refill(
-                at: index, with: last, in: entries, precedes: { $0.precedes($1) }, placed: { $0.timer.heapIndex = $1 })
+                at: index, with: last, in: entries, precedes: { $0.precedes($1) }, placed: { $0.place(at: $1) })
         }
     }
 
     /// Traps if any parent sorts after a child, an index is stale or a key copy is out of date. For tests.
     func checkInvariants() {
         for (index, entry) in entries.enumerated() {
-            require(entry.timer.heapIndex == index, "timer heap index is stale")
+            require(Int(entry.timer.heapIndex) == index, "timer heap index is stale")
             require(
                 entry.latestFireTime == entry.timer.latestFireTime && entry.sequence == entry.timer.sequence,
                 "timer key changed while in the heap")
