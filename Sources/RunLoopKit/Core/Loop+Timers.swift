@@ -134,12 +134,14 @@ extension Loop {
         var callbackIndex = 0
         while timerIndex < due.count || callbackIndex < dueCallbacks.count {
             if callbackIndex < dueCallbacks.count,
-                timerIndex == due.count || dueCallbacks[callbackIndex].precedes(due[timerIndex])
+                timerIndex == due.count
+                    || due[timerIndex]._withUnsafeGuaranteedRef({ dueCallbacks[callbackIndex].precedes($0) })
             {
                 fire(dueCallbacks[callbackIndex])
                 callbackIndex += 1
             } else {
-                fire(due[timerIndex], in: state)
+                due[timerIndex]._withUnsafeGuaranteedRef { fire($0, in: state) }
+                due[timerIndex].release()  // Taken by `takeDueTimers`; the timer may go now, if nothing else holds it.
                 timerIndex += 1
             }
         }
@@ -147,15 +149,21 @@ extension Loop {
         scratch.callbacks.give(&dueCallbacks)
     }
 
-    private func takeDueTimers(before now: Int64, in state: ModeState, into due: inout [LoopTimer]) {
-        while let timer = timerTable.heap.first, timer.fireTime <= now {
-            timerTable.heap.remove(timer)
-            if timer.isIn(modeID: state.id) {
-                timer.state = .due
-                due.append(timer)
-            } else {
-                timer.state = .parked
-                timerTable.parked.append(timer)
+    /// Moves the timers due by `now` from the heap to `due` (retained there until fired: a handler may take an
+    /// earlier one out of its modes, which held it), or to the parked list when the running mode is not theirs.
+    /// The timers are reached without retaining them one by one.
+    private func takeDueTimers(before now: Int64, in state: ModeState, into due: inout [Unmanaged<LoopTimer>]) {
+        while let reference = timerTable.heap.firstReference, reference._withUnsafeGuaranteedRef({ $0.fireTime <= now })
+        {
+            reference._withUnsafeGuaranteedRef { timer in
+                timerTable.heap.remove(timer)
+                if timer.isIn(modeID: state.id) {
+                    timer.state = .due
+                    due.append(reference.retain())
+                } else {
+                    timer.state = .parked
+                    timerTable.parked.append(timer)
+                }
             }
         }
     }

@@ -147,7 +147,9 @@ public final class Loop: @unchecked Sendable {
 
     /// Whether the calling thread owns this loop (and so may run it).
     public var isCurrent: Bool {
-        LoopRegistry.isCurrent(self)  // A load of the thread-local current loop (CurrentLoop.h) and a compare.
+        @inline(__always) get {
+            LoopRegistry.isCurrent(self)  // A load of the thread-local current loop (CurrentLoop.h) and a compare.
+        }
     }
 
     // MARK: Any thread

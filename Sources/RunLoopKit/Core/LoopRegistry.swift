@@ -37,7 +37,13 @@ enum LoopRegistry {
         if let pointer = crunloop_current_loop() {
             return pointer == Unmanaged.passUnretained(loop).toOpaque()
         }
-        // The main loop may have been created by another thread before the main thread touched it.
+        return isCurrentMainLoopNotYetInstalled(loop)
+    }
+
+    /// ``isCurrent(_:)``'s rare case, out of line: the main loop, created by another thread before the main thread
+    /// touched it, asked about on the main thread.
+    @inline(never)
+    private static func isCurrentMainLoopNotYetInstalled(_ loop: Loop) -> Bool {
         if loop.isMain, ThreadIdentity.isMainThread, !loop.createdBeforeFork {
             install(loop)
             return true

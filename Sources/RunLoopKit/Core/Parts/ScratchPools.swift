@@ -7,7 +7,8 @@ struct ScratchPools {
     var blockQueues: [BlockQueue] = []
     var changes = ArrayPool<Inbox.Change>()
     var sources = ArrayPool<LoopSource>()
-    var timers = ArrayPool<LoopTimer>()
+    /// Due timers of a pass, each retained while listed (``Loop/fireDueTimers()``).
+    var timers = ArrayPool<Unmanaged<LoopTimer>>()
     var callbacks = ArrayPool<CallbackTimers.Entry>()
     var readyDescriptors = ArrayPool<(FileDescriptorSource, FileDescriptorSource.Events)>()
     /// One epoll event buffer per run depth, allocated on first use and freed with the loop.

@@ -36,6 +36,9 @@ struct TimerHeap {
     /// The timer due first, if any.
     var first: LoopTimer? { entries.first?.timer }
 
+    /// The timer due first, unretained (the heap holds it unowned; its modes hold it).
+    var firstReference: Unmanaged<LoopTimer>? { entries.first?.reference }
+
     /// Adds `timer` under its current ``LoopTimer/latestFireTime`` and ``LoopTimer/sequence``, which must not change
     /// while it is in the heap (reposition by removing and inserting again).
     mutating func insert(_ timer: LoopTimer) {
