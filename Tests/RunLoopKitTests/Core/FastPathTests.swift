@@ -7,6 +7,20 @@ import Testing
 /// The costly system calls the fast paths promise to avoid, counted: eventfd writes (only to wake a sleeping loop,
 /// at most one per sleep) and timerfd arms (only when the earliest deadline moves earlier, at most one per sleep).
 @Suite struct FastPathTests {
+    /// `Duration.isZero` reads the two words of a `Duration` instead of calling the standard library's `==`: it must
+    /// agree with `== .zero` everywhere, the smallest durations either side of zero and the extremes included.
+    @Test func durationIsZeroAgreesWithTheStandardLibrary() {
+        let durations: [Duration] = [
+            .zero, .nanoseconds(0), .seconds(0), .init(secondsComponent: 0, attosecondsComponent: 1),
+            .init(secondsComponent: 0, attosecondsComponent: -1), .init(secondsComponent: 1, attosecondsComponent: 0),
+            .init(secondsComponent: -1, attosecondsComponent: 0), .nanoseconds(Int64.max), .nanoseconds(Int64.min),
+            .seconds(1) - .seconds(1), LoopTimer.maximumInterval,
+        ]
+        for duration in durations {
+            #expect(duration.isZero == (duration == .zero), "\(duration)")
+        }
+    }
+
     @Test func signalsToAnAwakeLoopNeverWriteTheEventFD() {
         let performs = Counter()
         let source = LoopSource { performs.increment() }

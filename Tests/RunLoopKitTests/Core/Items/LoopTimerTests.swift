@@ -310,6 +310,24 @@ import Testing
         #expect((try? LoopTimer(after: .seconds(1), repeating: LoopTimer.maximumInterval) { _ in }) != nil)
     }
 
+    /// The timer keeps its interval and tolerance in whole nanoseconds, as the loop uses them, and reports those.
+    @Test func intervalAndToleranceAreReportedAsTheLoopKeepsThem() throws {
+        let repeating = try LoopTimer(after: .seconds(1), repeating: .milliseconds(10), tolerance: .seconds(1)) { _ in }
+        #expect(repeating.interval == .milliseconds(10))
+        #expect(repeating.repeats)
+        #expect(repeating.tolerance == .milliseconds(5), "clamped to half the interval")
+
+        let oneShot = try LoopTimer(after: .seconds(1), tolerance: .microseconds(250)) { _ in }
+        #expect(oneShot.interval == nil)
+        #expect(!oneShot.repeats)
+        #expect(oneShot.tolerance == .microseconds(250))
+
+        let fine = try LoopTimer(after: .seconds(1), repeating: .nanoseconds(1) / 2, tolerance: .nanoseconds(1) / 4) { _ in }
+        #expect(fine.interval == .nanoseconds(1), "a repeating timer's interval is at least one nanosecond")
+        #expect(fine.tolerance == .zero)
+        #expect((try LoopTimer(after: .seconds(1), tolerance: .zero) { _ in }).tolerance == .zero)
+    }
+
     @Test func timerAddedFromAnotherThreadToASleepingLoopFiresOnTime() {
         let fired = Box<Loop.Instant>()
         let (loop, thread) = startLoopThread { loop in
