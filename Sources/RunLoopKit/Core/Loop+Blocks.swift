@@ -12,7 +12,7 @@ extension Loop {
     /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
     ///   `fork()` of this process), so the block will never run.
     @discardableResult
-    public func perform(in mode: Mode = .default, _ block: @escaping @Sendable () -> Void) -> Bool {
+    public func perform(in mode: Mode = .default, _ block: consuming @escaping @Sendable () -> Void) -> Bool {
         post(PendingBlock(modes: blockModes(for: mode), closure: block))
     }
 
@@ -24,7 +24,7 @@ extension Loop {
     /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
     ///   `fork()` of this process), so the block will never run.
     @discardableResult
-    public func perform(_ block: @escaping @Sendable () -> Void) -> Bool {
+    public func perform(_ block: consuming @escaping @Sendable () -> Void) -> Bool {
         post(PendingBlock(modes: .defaultMode, closure: block))
     }
 

@@ -81,7 +81,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
         repeating interval: Duration? = nil,
         tolerance: Duration = .zero,
         order: Int = 0,
-        handler: @escaping @Sendable (LoopTimer) -> Void
+        handler: consuming @escaping @Sendable (LoopTimer) -> Void
     ) throws(LoopError) {
         var intervalNanoseconds: Int64 = 0
         if let interval {
@@ -111,7 +111,7 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
         repeating interval: Duration? = nil,
         tolerance: Duration = .zero,
         order: Int = 0,
-        handler: @escaping @Sendable (LoopTimer) -> Void
+        handler: consuming @escaping @Sendable (LoopTimer) -> Void
     ) throws(LoopError) {
         try self.init(
             at: .now + delay,
