@@ -115,6 +115,9 @@ struct CallbackTimers {
     /// How many callbacks are scheduled (in the heap, parked or due).
     private(set) var count = 0
 
+    /// How many callbacks the table holds without growing. For tests.
+    var reservedCapacity: Int { Swift.min(slots.count, heap.capacity) }
+
     /// The callback due first, if any.
     var first: Entry? { heap.count > 0 ? heap[0] : nil }
 
