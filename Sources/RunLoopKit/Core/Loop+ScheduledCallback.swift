@@ -96,7 +96,7 @@ extension Loop {
         _ callback: consuming CallbackTimers.Stored
     ) throws(LoopError) -> ScheduledCallback {
         var toleranceNanoseconds: Int64 = 0
-        if tolerance != .zero {
+        if !tolerance.isZero {
             guard tolerance > .zero && tolerance <= LoopTimer.maximumInterval else {
                 throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
             }

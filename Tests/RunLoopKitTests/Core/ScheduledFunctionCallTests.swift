@@ -133,6 +133,15 @@ import Testing
         }
     }
 
+    @Test func aToleranceIsZeroOnlyWhenBothOfItsWordsAre() {
+        #expect(Duration.zero.isZero)
+        #expect(Duration.seconds(0).isZero)
+        #expect(!Duration.nanoseconds(1).isZero)
+        #expect(!Duration(secondsComponent: 0, attosecondsComponent: 1).isZero)
+        #expect(!Duration.seconds(-1).isZero)
+        #expect(!LoopTimer.maximumInterval.isZero)
+    }
+
     @Test func aReservedTableTakesThatManyWithoutGrowingAndStillGrowsPastIt() {
         let calls = Recorder<String>()
         let target = CallTarget("call", calls)
