@@ -45,6 +45,19 @@ extension Loop {
         try schedule(at: fireTime, tolerance: tolerance, in: mode, CallbackTimers.Stored(callback))
     }
 
+    /// Schedules `callback` to run once on the loop's thread at `fireTime`, in the default mode, without tolerance:
+    /// the same as ``schedule(at:tolerance:in:_:)`` with its defaults. Safe from any thread.
+    ///
+    /// The call `loop.schedule(at: time) { … }` lands here: without a mode and a tolerance for the caller to build
+    /// and the loop to check, it is the cheapest way to schedule.
+    @discardableResult
+    public func schedule(
+        at fireTime: Instant,
+        _ callback: @escaping @Sendable () -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(at: fireTime.nanoseconds, tolerance: 0, in: nil, CallbackTimers.Stored(callback))
+    }
+
     /// Schedules a call of `function(argument)` once on the loop's thread at `fireTime` (or up to `tolerance`
     /// later), in `mode` (or whichever common mode runs, for ``Mode/common``); like
     /// ``schedule(at:tolerance:in:_:)`` in every other respect: same order, errors and cancelling. Safe from any
@@ -74,6 +87,31 @@ extension Loop {
             CallbackTimers.Stored(function: function, argument: argument))
     }
 
+    /// Schedules a call of `function(argument)` once on the loop's thread at `fireTime`, in the default mode,
+    /// without tolerance: the same as ``schedule(at:tolerance:in:with:_:)`` with its defaults, and the cheapest way
+    /// to schedule (see ``schedule(at:_:)``). Safe from any thread.
+    @discardableResult
+    public func schedule(
+        at fireTime: Instant,
+        with argument: Int,
+        _ function: @convention(c) (Int) -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(
+            at: fireTime.nanoseconds, tolerance: 0, in: nil,
+            CallbackTimers.Stored(function: function, argument: argument))
+    }
+
+    /// Schedules a call of `function(argument)` once `delay` from now, in the default mode, without tolerance; see
+    /// ``schedule(at:with:_:)``. Safe from any thread.
+    @discardableResult
+    public func schedule(
+        after delay: Duration,
+        with argument: Int,
+        _ function: @convention(c) (Int) -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(at: .now + delay, with: argument, function)
+    }
+
     /// Schedules a call of `function(argument)` once `delay` from now; see ``schedule(at:tolerance:in:with:_:)``.
     /// Safe from any thread.
     @discardableResult
@@ -87,7 +125,7 @@ extension Loop {
         try schedule(at: .now + delay, tolerance: tolerance, in: mode, with: argument, function)
     }
 
-    /// Both forms of ``schedule(at:tolerance:in:_:)``.
+    /// Both forms of ``schedule(at:tolerance:in:_:)``: checks the tolerance.
     @inline(__always)
     private func schedule(
         at fireTime: Instant,
@@ -102,8 +140,18 @@ extension Loop {
             }
             toleranceNanoseconds = tolerance.saturatingNanoseconds
         }
+        return try schedule(at: fireTime.nanoseconds, tolerance: toleranceNanoseconds, in: mode, callback)
+    }
+
+    /// Every form of ``schedule(at:tolerance:in:_:)``, with a checked tolerance; `mode` `nil` for the default mode.
+    @inline(__always)
+    private func schedule(
+        at fireNanoseconds: Int64,
+        tolerance toleranceNanoseconds: Int64,
+        in mode: Mode?,
+        _ callback: consuming CallbackTimers.Stored
+    ) throws(LoopError) -> ScheduledCallback {
         guard !isTerminated else { throw terminatedLoopError }  // A parent's loop in a fork() child included.
-        let fireNanoseconds = fireTime.nanoseconds
         if isCurrent {
             let (slot, generation) = insertCallback(
                 fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, callback)
@@ -130,6 +178,16 @@ extension Loop {
         _ callback: @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback)
+    }
+
+    /// Schedules `callback` to run once `delay` from now, in the default mode, without tolerance; see
+    /// ``schedule(at:_:)``. Safe from any thread.
+    @discardableResult
+    public func schedule(
+        after delay: Duration,
+        _ callback: @escaping @Sendable () -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(at: .now + delay, callback)
     }
 
     /// Makes room in the loop's table for `count` one-shot callbacks scheduled at once, so that scheduling up to

@@ -210,17 +210,17 @@ extension Loop {
     func insertCallback(
         fireTime: Int64,
         tolerance: Int64,
-        mode: Mode,
+        mode: Mode?,
         remoteID: UInt64,
         _ callback: consuming CallbackTimers.Stored
     ) -> (slot: Int32, generation: UInt32) {
         let modeID: Int32
-        if mode == .default {
+        if mode == nil || mode == .default {  // `nil`: the default mode, without a name to compare.
             modeID = 0  // The loop's first mode, made with it.
         } else if mode == .common {
             modeID = CallbackTimers.commonModeID
         } else {
-            modeID = Int32(self.mode(named: mode).id)
+            modeID = Int32(self.mode(named: mode.unsafelyUnwrapped).id)
         }
         countCallback(inMode: modeID, by: 1)
         let sequence = timerTable.takeSequence()
