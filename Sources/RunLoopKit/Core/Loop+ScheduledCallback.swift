@@ -198,7 +198,7 @@ extension Loop {
     /// know (a server's connection timeouts, a batch of deadlines), where a doubling would otherwise copy the whole
     /// table in the middle of the burst and the first use of each new page would fault it in. libuv users own
     /// their `uv_timer_t`s and set them up ahead in the same way. It costs O(`count`) once and the memory stays the
-    /// loop's (about 90 bytes per callback); a `count` within the current size does nothing.
+    /// loop's (about 72 bytes per callback); a `count` within the current size does nothing.
     /// - Throws: ``LoopError/Code/invalidArgument`` for a negative `count` or one above `Int32.max`;
     ///   ``LoopError/Code/loopTerminated`` once the loop's thread has exited (or for a loop made before `fork()`,
     ///   in the child).
