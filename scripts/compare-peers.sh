@@ -143,7 +143,8 @@ command_for() { # peer, workload
         echo "${pin[*]} .build-bench/release/loop-bench ${workload}t --runs 1 ${quick[*]}" ;;
     runloopkit-cb) [[ "$workload" == W3 || "$workload" == W4 ]] &&
         echo "${pin[*]} .build-bench/release/loop-bench ${workload}c --runs 1 ${quick[*]}" ;;
-    runloopkit-fn) [[ "$workload" == W2 ]] && echo "${pin[*]} .build-bench/release/loop-bench W2f --runs 1 ${quick[*]}" ;;
+    runloopkit-fn) [[ "$workload" == W2 || "$workload" == W3 || "$workload" == W4 ]] &&
+        echo "${pin[*]} .build-bench/release/loop-bench ${workload}f --runs 1 ${quick[*]}" ;;
     esac
 }
 
@@ -213,7 +214,8 @@ table="$work/table.md"
     echo "  for everything else. \"best peer\" is the best non-RunLoopKit column of the row. n/a: the peer does not differ"
     echo "  from another column there (\`nio-cb\` from \`nio\` outside W3/W4, \`runloopkit-lt\` (\`LoopThread.perform\`) from"
     echo "  \`runloopkit\` outside W1/W2, \`runloopkit-cb\` (one-shot callbacks, \`Loop.schedule(at:)\`) outside W3/W4,"
-    echo "  \`runloopkit-fn\` (allocation-free \`perform(with:_:)\` calls, as the C peers post) outside W2)."
+    echo "  \`runloopkit-fn\` (allocation-free calls of a C function with one word, as the C peers post and schedule:"
+    echo "  \`perform(with:_:)\` in W2, \`schedule(at:with:_:)\` in W3/W4) outside W2/W3/W4)."
     echo
     header="| workload | metric | unit |"
     rule="|---|---|---|"

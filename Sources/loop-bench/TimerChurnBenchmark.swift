@@ -10,12 +10,13 @@ import Synchronization
 /// (it counts into a global), so a timer costs what a user's must, not an extra closure context. Metric: `pair`,
 /// the whole loop (final cancels included) ÷ 1,000,000.
 ///
-/// `W4c` is the same churn with one-shot callbacks: `Loop.schedule(at:)` and `Loop.cancel(_:)`.
+/// `W4c` is the same churn with one-shot callbacks: `Loop.schedule(at:)` and `Loop.cancel(_:)`; `W4f` with their
+/// allocation-free form, `Loop.schedule(at:with:_:)`.
 class TimerChurnBenchmark: Benchmark {
     class var id: String { "W4" }
     class var title: String { "churn" }
-    /// Whether timers are one-shot callbacks (`Loop.schedule(at:)`, W4c) rather than `LoopTimer` objects.
-    class var usesCallbacks: Bool { false }
+    /// How the timers are scheduled.
+    class var form: TimerForm { .timer }
 
     /// How far ahead timers are due: U[10 s, 20 s).
     private static let spread: Range<Int64> = 10_000_000_000..<20_000_000_000
@@ -33,12 +34,18 @@ class TimerChurnBenchmark: Benchmark {
         host = LoopHost()
         churn = Churn(
             offsets: SplitMix64.offsets(count: iterations, in: Self.spread), window: Self.window,
-            usesCallbacks: Self.usesCallbacks)
+            form: Self.form)
     }
 
     func run() throws -> [Metric] {
         let churn = churn!
-        host!.loop.perform { churn.usesCallbacks ? churn.churnCallbacks() : churn.churn() }
+        host!.loop.perform {
+            switch churn.form {
+            case .timer: churn.churn()
+            case .closure: churn.churnCallbacks()
+            case .function: churn.churnFunctionCalls()
+            }
+        }
         guard churn.done.wait() else { throw BenchmarkFailure("W4: the churn did not finish within 300 s") }
         if let failure = churn.failure { throw failure }
         let fired = unexpectedTimerFires.load(ordering: .relaxed)
@@ -59,23 +66,30 @@ class TimerChurnBenchmark: Benchmark {
 final class CallbackChurnBenchmark: TimerChurnBenchmark {
     override class var id: String { "W4c" }
     override class var title: String { "churn with one-shot callbacks" }
-    override class var usesCallbacks: Bool { true }
+    override class var form: TimerForm { .closure }
+}
+
+/// W4f: W4 with allocation-free one-shot callbacks (`Loop.schedule(at:with:_:)` and `Loop.cancel(_:)`).
+final class FunctionCallbackChurnBenchmark: TimerChurnBenchmark {
+    override class var id: String { "W4f" }
+    override class var title: String { "churn with one-shot function calls" }
+    override class var form: TimerForm { .function }
 }
 
 /// The churn loop's state. Touched on the loop's thread only; the main thread reads it after `done`.
 private final class Churn: @unchecked Sendable {
     let offsets: [Int64]
     let window: Int
-    let usesCallbacks: Bool
+    let form: TimerForm
     var start: Int64 = 0
     var end: Int64 = 0
     var failure: BenchmarkFailure?
     let done = WaitCounter()
 
-    init(offsets: [Int64], window: Int, usesCallbacks: Bool) {
+    init(offsets: [Int64], window: Int, form: TimerForm) {
         self.offsets = offsets
         self.window = window
-        self.usesCallbacks = usesCallbacks
+        self.form = form
     }
 
     /// On the loop's thread: the timed loop.
@@ -116,6 +130,29 @@ private final class Churn: @unchecked Sendable {
             }
         } catch {
             failure = BenchmarkFailure("W4c: scheduling failed: \(error)")
+        }
+        for callback in live { if let callback { loop.cancel(callback) } }
+        end = Clock.monotonic()
+    }
+
+    /// On the loop's thread: the timed loop, with allocation-free callbacks (a C function and a word; none may
+    /// fire, and one that does is counted in `unexpectedTimerFires`).
+    func churnFunctionCalls() {
+        defer { done.increment() }
+        let loop = Loop.current
+        var live = [Loop.ScheduledCallback?](repeating: nil, count: window)
+        start = Clock.monotonic()
+        do {
+            for index in offsets.indices {
+                let slot = index % window
+                if let old = live[slot] { loop.cancel(old) }
+                let deadline = Loop.Instant(nanoseconds: start + offsets[index])
+                live[slot] = try loop.schedule(at: deadline, with: index) { _ in
+                    unexpectedTimerFires.add(1, ordering: .relaxed)
+                }
+            }
+        } catch {
+            failure = BenchmarkFailure("W4f: scheduling failed: \(error)")
         }
         for callback in live { if let callback { loop.cancel(callback) } }
         end = Clock.monotonic()

@@ -1,3 +1,4 @@
+import Glibc
 import RunLoopKit
 import SplitMix64
 
@@ -9,12 +10,13 @@ import SplitMix64
 /// end of the scheduling loop; `early`, timers that fired before their deadline (reported, and the run fails unless
 /// it is 0).
 ///
-/// `W3c` is the same workload scheduled with `Loop.schedule(at:)`, the one-shot callbacks that need no object.
+/// `W3c` is the same workload scheduled with `Loop.schedule(at:)`, the one-shot callbacks that need no object;
+/// `W3f` with their allocation-free form, `Loop.schedule(at:with:_:)` (a C function and the timer's index).
 class TimerFiringBenchmark: Benchmark {
     class var id: String { "W3" }
     class var title: String { "timers" }
-    /// Whether timers are one-shot callbacks (`Loop.schedule(at:)`, W3c) rather than `LoopTimer` objects.
-    class var usesCallbacks: Bool { false }
+    /// How the timers are scheduled.
+    class var form: TimerForm { .timer }
 
     /// The deadline spread: U[0, 500 ms).
     private static let spread: Range<Int64> = 0..<500_000_000
@@ -29,11 +31,13 @@ class TimerFiringBenchmark: Benchmark {
     func setUp() {
         host = LoopHost()
         schedule = Schedule(
-            offsets: SplitMix64.offsets(count: count, in: Self.spread), usesCallbacks: Self.usesCallbacks)
+            offsets: SplitMix64.offsets(count: count, in: Self.spread), form: Self.form)
     }
 
     func run() throws -> [Metric] {
         let schedule = schedule!
+        Schedule.current = schedule
+        defer { Schedule.current = nil }
         host!.loop.perform { schedule.scheduleAll() }
         guard schedule.done.wait(timeout: .seconds(120)) else {
             throw BenchmarkFailure("W3: \(schedule.fired) of \(count) timers fired within 120 s")
@@ -78,14 +82,32 @@ class TimerFiringBenchmark: Benchmark {
 final class CallbackFiringBenchmark: TimerFiringBenchmark {
     override class var id: String { "W3c" }
     override class var title: String { "timers as one-shot callbacks" }
-    override class var usesCallbacks: Bool { true }
+    override class var form: TimerForm { .closure }
+}
+
+/// W3f: W3 with allocation-free one-shot callbacks (`Loop.schedule(at:with:_:)`): a C function called with the
+/// timer's index, so scheduling allocates no closure context.
+final class FunctionCallbackFiringBenchmark: TimerFiringBenchmark {
+    override class var id: String { "W3f" }
+    override class var title: String { "timers as one-shot function calls" }
+    override class var form: TimerForm { .function }
+}
+
+/// How W3 and W4 schedule their timers.
+enum TimerForm {
+    /// `LoopTimer` objects (W3, W4).
+    case timer
+    /// One-shot callbacks with a closure (`Loop.schedule(at:)`, W3c, W4c).
+    case closure
+    /// One-shot callbacks with a C function and a word (`Loop.schedule(at:with:_:)`, W3f, W4f).
+    case function
 }
 
 /// The timers' deadlines and how late each fired. Written on the loop's thread only; the main thread reads it
 /// after `done`, which orders the accesses.
 private final class Schedule: @unchecked Sendable {
     let offsets: [Int64]
-    let usesCallbacks: Bool
+    let form: TimerForm
     let deadlines: UnsafeMutableBufferPointer<Int64>
     let lateness: UnsafeMutableBufferPointer<Int64>
     var start: Int64 = 0
@@ -94,9 +116,16 @@ private final class Schedule: @unchecked Sendable {
     var failure: BenchmarkFailure?
     let done = WaitCounter()
 
-    init(offsets: [Int64], usesCallbacks: Bool) {
+    /// The run under way, for W3f's C function (which captures nothing). Set by the main thread before the run
+    /// starts and cleared after it ended; the loop's thread reads it in between.
+    nonisolated(unsafe) static var current: Schedule?
+
+    /// Whether the loop's callback table is sized before the clock starts (`LOOP_BENCH_RESERVE=1`, callbacks only).
+    var reservesCapacity: Bool { form != .timer && getenv("LOOP_BENCH_RESERVE") != nil }
+
+    init(offsets: [Int64], form: TimerForm) {
         self.offsets = offsets
-        self.usesCallbacks = usesCallbacks
+        self.form = form
         deadlines = .allocate(capacity: offsets.count)
         deadlines.initialize(repeating: 0)
         lateness = .allocate(capacity: offsets.count)
@@ -111,16 +140,25 @@ private final class Schedule: @unchecked Sendable {
     /// On the loop's thread: the timed scheduling loop.
     func scheduleAll() {
         let loop = Loop.current
+        if reservesCapacity {
+            // Untimed, as the C peers set up their timer handles before the clock starts.
+            do { try loop.reserveCallbackCapacity(offsets.count) } catch { failure = BenchmarkFailure("\(error)") }
+        }
         start = Clock.monotonic()
         do {
             for index in offsets.indices {
                 let deadline = start + offsets[index]
                 deadlines[index] = deadline
-                if usesCallbacks {
-                    try loop.schedule(at: Loop.Instant(nanoseconds: deadline)) { [self] in fire(index) }
-                } else {
+                switch form {
+                case .timer:
                     let timer = try LoopTimer(at: Loop.Instant(nanoseconds: deadline)) { [self] _ in fire(index) }
                     try loop.add(timer)
+                case .closure:
+                    try loop.schedule(at: Loop.Instant(nanoseconds: deadline)) { [self] in fire(index) }
+                case .function:
+                    try loop.schedule(at: Loop.Instant(nanoseconds: deadline), with: index) { index in
+                        Schedule.current.unsafelyUnwrapped.fire(index)
+                    }
                 }
             }
         } catch {
@@ -131,7 +169,7 @@ private final class Schedule: @unchecked Sendable {
     }
 
     /// On the loop's thread: timer `index` fires.
-    private func fire(_ index: Int) {
+    fileprivate func fire(_ index: Int) {
         lateness[index] = Clock.monotonic() - deadlines[index]
         fired += 1
         if fired == offsets.count { done.increment() }

@@ -92,12 +92,13 @@ extension Loop {
         let sequence = timerTable.takeSequence()
         let end = limiter.windowEnd
         let carried = UncheckedItem(item)
-        limiter.resumeCallback = timerTable.callbacks.insert(
-            fireTime: end, latestFireTime: end, sequence: sequence, modeID: CallbackTimers.anyModeID, remoteID: 0
-        ) { [unowned self] in
+        let resume = CallbackTimers.Stored { [unowned self] in
             guard let limiter = carried.item.base.existingRateLimiter, limiter.isPaused else { return }
             endRateLimitPause(of: carried.item, limiter, cancellingCallback: false)
         }
+        limiter.resumeCallback = timerTable.callbacks.insert(
+            fireTime: end, latestFireTime: end, sequence: sequence, modeID: CallbackTimers.anyModeID, remoteID: 0,
+            callback: resume)
         if case .descriptor(let source) = item, let watch = source.watch { refresh(watch) }
         return true
     }
@@ -107,7 +108,7 @@ extension Loop {
     /// scheduled to fire once). The rate-limit handler is told, unless the item was invalidated. Loop thread only.
     func endRateLimitPause(of item: AnyItem, _ limiter: RateLimiter, cancellingCallback: Bool) {
         if cancellingCallback, let (slot, generation) = limiter.resumeCallback {
-            var released: CallbackTimers.Stored?
+            var released = CallbackTimers.Stored.nothing
             if let ended = timerTable.callbacks.cancel(slot: slot, generation: generation, released: &released) {
                 callbackEnded(ended)
             }

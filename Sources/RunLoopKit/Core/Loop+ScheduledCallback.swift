@@ -42,24 +42,126 @@ extension Loop {
         in mode: Mode = .default,
         _ callback: @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
+        try schedule(at: fireTime, tolerance: tolerance, in: mode, CallbackTimers.Stored(callback))
+    }
+
+    /// Schedules `callback` to run once on the loop's thread at `fireTime`, in the default mode, without tolerance:
+    /// the same as ``schedule(at:tolerance:in:_:)`` with its defaults. Safe from any thread.
+    ///
+    /// The call `loop.schedule(at: time) { … }` lands here: without a mode and a tolerance for the caller to build
+    /// and the loop to check, it is the cheapest way to schedule.
+    @discardableResult
+    public func schedule(
+        at fireTime: Instant,
+        _ callback: @escaping @Sendable () -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(at: fireTime.nanoseconds, tolerance: 0, in: nil, CallbackTimers.Stored(callback))
+    }
+
+    /// Schedules a call of `function(argument)` once on the loop's thread at `fireTime` (or up to `tolerance`
+    /// later), in `mode` (or whichever common mode runs, for ``Mode/common``); like
+    /// ``schedule(at:tolerance:in:_:)`` in every other respect: same order, errors and cancelling. Safe from any
+    /// thread.
+    ///
+    /// The allocation-free form, as ``perform(with:_:)`` is for blocks: a closure that captures anything has a
+    /// context that is allocated when it is scheduled and freed when it ran (most of what scheduling costs); a C
+    /// function pointer captures nothing (the compiler refuses a closure that would), and `argument` is one word
+    /// the loop keeps in the callback's slot: an index into a table of yours, or the bits of an `Unmanaged`
+    /// reference. libuv's `uv_timer_t` carries its `data` pointer the same way. On the loop's thread nothing is
+    /// allocated once the loop's table has grown to the number of callbacks alive at once; from another thread
+    /// the request travels to the loop as the closure form's does.
+    /// - Returns: The value naming the callback, for ``cancel(_:)``.
+    /// - Throws: ``LoopError/Code/invalidTolerance`` for a negative tolerance or one above
+    ///   ``LoopTimer/maximumInterval``; ``LoopError/Code/loopTerminated`` once the loop's thread has exited (or
+    ///   for a loop made before `fork()`, in the child).
+    @discardableResult
+    public func schedule(
+        at fireTime: Instant,
+        tolerance: Duration = .zero,
+        in mode: Mode = .default,
+        with argument: Int,
+        _ function: @convention(c) (Int) -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(
+            at: fireTime, tolerance: tolerance, in: mode,
+            CallbackTimers.Stored(function: function, argument: argument))
+    }
+
+    /// Schedules a call of `function(argument)` once on the loop's thread at `fireTime`, in the default mode,
+    /// without tolerance: the same as ``schedule(at:tolerance:in:with:_:)`` with its defaults, and the cheapest way
+    /// to schedule (see ``schedule(at:_:)``). Safe from any thread.
+    @discardableResult
+    public func schedule(
+        at fireTime: Instant,
+        with argument: Int,
+        _ function: @convention(c) (Int) -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(
+            at: fireTime.nanoseconds, tolerance: 0, in: nil,
+            CallbackTimers.Stored(function: function, argument: argument))
+    }
+
+    /// Schedules a call of `function(argument)` once `delay` from now, in the default mode, without tolerance; see
+    /// ``schedule(at:with:_:)``. Safe from any thread.
+    @discardableResult
+    public func schedule(
+        after delay: Duration,
+        with argument: Int,
+        _ function: @convention(c) (Int) -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(at: .now + delay, with: argument, function)
+    }
+
+    /// Schedules a call of `function(argument)` once `delay` from now; see ``schedule(at:tolerance:in:with:_:)``.
+    /// Safe from any thread.
+    @discardableResult
+    public func schedule(
+        after delay: Duration,
+        tolerance: Duration = .zero,
+        in mode: Mode = .default,
+        with argument: Int,
+        _ function: @convention(c) (Int) -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(at: .now + delay, tolerance: tolerance, in: mode, with: argument, function)
+    }
+
+    /// Both forms of ``schedule(at:tolerance:in:_:)``: checks the tolerance.
+    @inline(__always)
+    private func schedule(
+        at fireTime: Instant,
+        tolerance: Duration,
+        in mode: Mode,
+        _ callback: consuming CallbackTimers.Stored
+    ) throws(LoopError) -> ScheduledCallback {
         var toleranceNanoseconds: Int64 = 0
-        if tolerance != .zero {
+        if !tolerance.isZero {
             guard tolerance > .zero && tolerance <= LoopTimer.maximumInterval else {
                 throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
             }
             toleranceNanoseconds = tolerance.saturatingNanoseconds
         }
+        return try schedule(at: fireTime.nanoseconds, tolerance: toleranceNanoseconds, in: mode, callback)
+    }
+
+    /// Every form of ``schedule(at:tolerance:in:_:)``, with a checked tolerance; `mode` `nil` for the default mode.
+    @inline(__always)
+    private func schedule(
+        at fireNanoseconds: Int64,
+        tolerance toleranceNanoseconds: Int64,
+        in mode: Mode?,
+        _ callback: consuming CallbackTimers.Stored
+    ) throws(LoopError) -> ScheduledCallback {
         guard !isTerminated else { throw terminatedLoopError }  // A parent's loop in a fork() child included.
-        let fireNanoseconds = fireTime.nanoseconds
         if isCurrent {
             let (slot, generation) = insertCallback(
                 fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, callback)
             return ScheduledCallback(loopSerial: identity.serial, slot: slot, key: UInt64(generation))
         }
         let id = TimerTable.remoteCallbackIDs.add(1, ordering: .relaxed).newValue
+        let carried = UncheckedCallback(callback)
         let posting = inbox.post(change: { [self, toleranceNanoseconds] in
             let (slot, generation) = insertCallback(
-                fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, callback)
+                fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, carried.callback)
             timerTable.remoteCallbacks[id] = (slot, generation)
         })
         guard posting != .refused else { throw LoopError(.loopTerminated, message: "the loop's thread has exited") }
@@ -76,6 +178,42 @@ extension Loop {
         _ callback: @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback)
+    }
+
+    /// Schedules `callback` to run once `delay` from now, in the default mode, without tolerance; see
+    /// ``schedule(at:_:)``. Safe from any thread.
+    @discardableResult
+    public func schedule(
+        after delay: Duration,
+        _ callback: @escaping @Sendable () -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(at: .now + delay, callback)
+    }
+
+    /// Makes room in the loop's table for `count` one-shot callbacks scheduled at once, so that scheduling up to
+    /// that many (either form) neither grows the table nor touches fresh memory. Safe from any thread: on the
+    /// loop's thread at once, from another before the loop's next pass.
+    ///
+    /// Optional: the table grows by itself, doubling, and keeps its size. Call it before a burst whose size you
+    /// know (a server's connection timeouts, a batch of deadlines), where a doubling would otherwise copy the whole
+    /// table in the middle of the burst and the first use of each new page would fault it in. libuv users own
+    /// their `uv_timer_t`s and set them up ahead in the same way. It costs O(`count`) once and the memory stays the
+    /// loop's (about 72 bytes per callback); a `count` within the current size does nothing.
+    /// - Throws: ``LoopError/Code/invalidArgument`` for a negative `count` or one above `Int32.max`;
+    ///   ``LoopError/Code/loopTerminated`` once the loop's thread has exited (or for a loop made before `fork()`,
+    ///   in the child).
+    public func reserveCallbackCapacity(_ count: Int) throws(LoopError) {
+        guard count >= 0 && count <= Int(Int32.max) else {
+            throw LoopError(.invalidArgument, message: "a callback capacity must be in [0, Int32.max], got \(count)")
+        }
+        guard !isTerminated else { throw terminatedLoopError }
+        if isCurrent {
+            timerTable.callbacks.reserve(count)
+            return
+        }
+        let posting = inbox.post(change: { [self] in timerTable.callbacks.reserve(count) })
+        guard posting != .refused else { throw LoopError(.loopTerminated, message: "the loop's thread has exited") }
+        if posting == .queuedFirst { poller.wakeIfSleeping() }
     }
 
     /// Cancels a scheduled callback that has not run yet, releasing its closure. Safe from any thread.
@@ -96,4 +234,12 @@ extension Loop {
         }
     }
 
+}
+
+/// A callback on its way to the loop's thread. Sendable by construction: its closure is `@Sendable`, and a C
+/// function and a word carry no state.
+private struct UncheckedCallback: @unchecked Sendable {
+    let callback: CallbackTimers.Stored
+
+    init(_ callback: consuming CallbackTimers.Stored) { self.callback = callback }
 }

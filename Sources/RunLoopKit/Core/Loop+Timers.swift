@@ -199,8 +199,8 @@ extension Loop {
 
     /// Runs a due callback unless an earlier handler of this pass cancelled it; its slot is free before it runs.
     private func fire(_ entry: CallbackTimers.Entry) {
-        var callback: CallbackTimers.Stored?
-        guard let slot = timerTable.callbacks.takeForFiring(entry, callback: &callback), let callback else { return }
+        var callback = CallbackTimers.Stored.nothing
+        guard let slot = timerTable.callbacks.takeForFiring(entry, callback: &callback) else { return }
         callbackEnded(slot)
         MetricsCells.bump(metricsCells.callbacksRun)
         callback.run()
@@ -218,17 +218,17 @@ extension Loop {
     func insertCallback(
         fireTime: Int64,
         tolerance: Int64,
-        mode: Mode,
+        mode: Mode?,
         remoteID: UInt64,
-        _ callback: @escaping @Sendable () -> Void
+        _ callback: consuming CallbackTimers.Stored
     ) -> (slot: Int32, generation: UInt32) {
         let modeID: Int32
-        if mode == .default {
+        if mode == nil || mode == .default {  // `nil`: the default mode, without a name to compare.
             modeID = 0  // The loop's first mode, made with it.
         } else if mode == .common {
             modeID = CallbackTimers.commonModeID
         } else {
-            modeID = Int32(self.mode(named: mode).id)
+            modeID = Int32(self.mode(named: mode.unsafelyUnwrapped).id)
         }
         countCallback(inMode: modeID, by: 1)
         let sequence = timerTable.takeSequence()
@@ -246,7 +246,7 @@ extension Loop {
 
     func cancelNow(_ callback: ScheduledCallback) {
         guard let (slot, generation) = slotAndGeneration(of: callback) else { return }
-        var released: CallbackTimers.Stored?
+        var released = CallbackTimers.Stored.nothing
         guard let state = timerTable.callbacks.cancel(slot: slot, generation: generation, released: &released) else {
             return
         }
@@ -255,7 +255,7 @@ extension Loop {
     }
 
     /// Books a callback's end (fired or cancelled): its mode's keep-alive count, and its remote id.
-    func callbackEnded(_ state: CallbackTimers.Slot) {
+    func callbackEnded(_ state: CallbackTimers.Ending) {
         countCallback(inMode: state.modeID, by: -1)
         if state.remoteID != 0 { timerTable.remoteCallbacks[state.remoteID] = nil }
     }

@@ -181,22 +181,25 @@ import Testing
             if Int.random(in: 0..<10, using: &random) < 6 || live.isEmpty {
                 let latest = Int64.random(in: 0..<1_000, using: &random)
                 let (slot, generation) = table.insert(
-                    fireTime: latest, latestFireTime: latest, sequence: sequence, modeID: 0, remoteID: 0, callback: {})
+                    fireTime: latest, latestFireTime: latest, sequence: sequence, modeID: 0, remoteID: 0,
+                    callback: CallbackTimers.Stored {})
                 live.append((slot, generation, (latest, sequence)))
                 sequence += 1
             } else if Bool.random(using: &random) {
                 let victim = live.remove(at: Int.random(in: 0..<live.count, using: &random))
-                var released: CallbackTimers.Stored?
+                var released = CallbackTimers.Stored.nothing
                 #expect(table.cancel(slot: victim.slot, generation: victim.generation, released: &released) != nil)
-                #expect(released != nil)
-                #expect(table.cancel(slot: victim.slot, generation: victim.generation, released: &released) == nil)
+                #expect(released.closure != nil)
+                var again = CallbackTimers.Stored.nothing
+                #expect(table.cancel(slot: victim.slot, generation: victim.generation, released: &again) == nil)
+                #expect(again.closure == nil)
             } else {
                 let expected = live.min { $0.key < $1.key }!
                 let first = table.takeFirstAsDue()
                 #expect(first.slot == expected.slot)
-                var callback: CallbackTimers.Stored?
+                var callback = CallbackTimers.Stored.nothing
                 #expect(table.takeForFiring(first, callback: &callback) != nil)
-                #expect(callback != nil)
+                #expect(callback.closure != nil)
                 live.removeAll { $0.slot == expected.slot }
             }
         }
