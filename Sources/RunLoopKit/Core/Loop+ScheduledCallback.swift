@@ -40,7 +40,7 @@ extension Loop {
         at fireTime: Instant,
         tolerance: Duration = .zero,
         in mode: Mode = .default,
-        _ callback: @escaping @Sendable () -> Void
+        _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try schedule(at: fireTime, tolerance: tolerance, in: mode, CallbackTimers.Stored(callback))
     }
@@ -53,7 +53,7 @@ extension Loop {
     @discardableResult
     public func schedule(
         at fireTime: Instant,
-        _ callback: @escaping @Sendable () -> Void
+        _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try schedule(at: fireTime.nanoseconds, tolerance: 0, in: nil, CallbackTimers.Stored(callback))
     }
@@ -175,7 +175,7 @@ extension Loop {
         after delay: Duration,
         tolerance: Duration = .zero,
         in mode: Mode = .default,
-        _ callback: @escaping @Sendable () -> Void
+        _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback)
     }
@@ -185,7 +185,7 @@ extension Loop {
     @discardableResult
     public func schedule(
         after delay: Duration,
-        _ callback: @escaping @Sendable () -> Void
+        _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try schedule(at: .now + delay, callback)
     }

@@ -72,7 +72,7 @@ struct CallbackTimers {
 
         private var kind: Kind
 
-        init(_ closure: @escaping @Sendable () -> Void) { kind = .closure(closure) }
+        init(_ closure: consuming @escaping @Sendable () -> Void) { kind = .closure(closure) }
 
         init(function: @convention(c) (Int) -> Void, argument: Int) { kind = .call(function, argument) }
 
