@@ -35,7 +35,7 @@ extension Loop {
     /// - Returns: `false` if `modes` is empty or the loop is ``isTerminated`` (its thread has exited, or it was
     ///   created before a `fork()` of this process), so the block will never run.
     @discardableResult
-    public func perform(in modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
+    public func perform(in modes: [Mode], _ block: consuming @escaping @Sendable () -> Void) -> Bool {
         // Terminated: checked before the modes' lock, which, in a fork() child, a parent thread may have held.
         guard !modes.isEmpty, !isTerminated else { return false }
         for mode in modes where mode != .default && mode != .common {

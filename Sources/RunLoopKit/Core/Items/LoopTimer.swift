@@ -86,7 +86,8 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
         var intervalNanoseconds: Int64 = 0
         if let interval {
             guard interval > .zero && interval <= Self.maximumInterval else {
-                throw LoopError(.invalidInterval, message: "a repeat interval must be in (0, 16 years], got \(interval)")
+                throw LoopError(
+                    .invalidInterval, message: "a repeat interval must be in (0, 16 years], got \(interval)")
             }
             intervalNanoseconds = max(interval.saturatingNanoseconds, 1)
         }

@@ -322,7 +322,9 @@ import Testing
         #expect(!oneShot.repeats)
         #expect(oneShot.tolerance == .microseconds(250))
 
-        let fine = try LoopTimer(after: .seconds(1), repeating: .nanoseconds(1) / 2, tolerance: .nanoseconds(1) / 4) { _ in }
+        let fine = try LoopTimer(after: .seconds(1), repeating: .nanoseconds(1) / 2, tolerance: .nanoseconds(1) / 4) {
+            _ in
+        }
         #expect(fine.interval == .nanoseconds(1), "a repeating timer's interval is at least one nanosecond")
         #expect(fine.tolerance == .zero)
         #expect((try LoopTimer(after: .seconds(1), tolerance: .zero) { _ in }).tolerance == .zero)
