@@ -4,7 +4,7 @@
 # processes run in alternation (round r: every peer once, then round r+1). Builds everything first (release).
 #
 # Usage: scripts/compare-peers.sh [--quick] [--runs N]
-#            [--peers "limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb runloopkit-fn"]
+#            [--peers "limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb runloopkit-fn runloopkit-re"]
 #                                 [--no-write]
 #   --quick     smoke run: every size ÷ 10 (W4's live window stays 10,000); the table is printed, Docs are left alone
 #   --runs N    processes per cell (default 3)
@@ -23,7 +23,7 @@ fi
 
 quick=()
 runs=3
-peers="limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb runloopkit-fn"
+peers="limit libuv nio nio-cb foundation runloopkit runloopkit-lt runloopkit-cb runloopkit-fn runloopkit-re"
 write=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -52,7 +52,7 @@ done
 read -r -a peer_list <<<"$peers"
 for peer in "${peer_list[@]}"; do
     case "$peer" in
-    limit | libuv | nio | nio-cb | foundation | runloopkit | runloopkit-lt | runloopkit-cb | runloopkit-fn) ;;
+    limit | libuv | nio | nio-cb | foundation | runloopkit | runloopkit-lt | runloopkit-cb | runloopkit-fn | runloopkit-re) ;;
     *) echo "compare-peers: unknown peer '$peer'" >&2; exit 2 ;;
     esac
 done
@@ -112,13 +112,12 @@ if has_peer foundation; then
     log "building scripts/peers/foundation-bench (release)"
     (cd scripts/peers/foundation-bench && swift build -c release --scratch-path .build-release >&2) || broken[foundation]=1
 fi
-if has_peer runloopkit || has_peer runloopkit-lt || has_peer runloopkit-cb || has_peer runloopkit-fn; then
+our_columns=(runloopkit runloopkit-lt runloopkit-cb runloopkit-fn runloopkit-re)
+if has_peer runloopkit || has_peer runloopkit-lt || has_peer runloopkit-cb || has_peer runloopkit-fn ||
+    has_peer runloopkit-re; then
     log "building loop-bench (release)"
     swift build -c release --scratch-path .build-bench --product loop-bench >&2 || {
-        broken[runloopkit]=1
-        broken[runloopkit-lt]=1
-        broken[runloopkit-cb]=1
-        broken[runloopkit-fn]=1
+        for peer in "${our_columns[@]}"; do broken[$peer]=1; done
     }
 fi
 built=$(date +%s)
@@ -145,6 +144,8 @@ command_for() { # peer, workload
         echo "${pin[*]} .build-bench/release/loop-bench ${workload}c --runs 1 ${quick[*]}" ;;
     runloopkit-fn) [[ "$workload" == W2 || "$workload" == W3 || "$workload" == W4 ]] &&
         echo "${pin[*]} .build-bench/release/loop-bench ${workload}f --runs 1 ${quick[*]}" ;;
+    runloopkit-re) [[ "$workload" == W3 || "$workload" == W4 ]] &&
+        echo "${pin[*]} .build-bench/release/loop-bench ${workload}r --runs 1 ${quick[*]}" ;;
     esac
 }
 
@@ -160,7 +161,7 @@ for workload in "${workloads[@]}"; do
             log "$workload round $round/$runs: $peer"
             # shellcheck disable=SC2086
             if timeout 600 $cmd >"$work/out" 2>"$work/err"; then
-                grep -E '^W[0-9](t|c|f|tf)?(@cpu[0-9]+)? [a-z0-9_]+ -?[0-9.]+$' "$work/out" |
+                grep -E '^W[0-9](t|c|f|r|tf)?(@cpu[0-9]+)? [a-z0-9_]+ -?[0-9.]+$' "$work/out" |
                     awk -v w="$workload" -v p="$peer" '{ print w, p, $2, $3 }' >>"$results"
             else
                 log "$workload $peer FAILED (round $round): $(tail -n 3 "$work/err" "$work/out" | tr '\n' ' ')"
@@ -215,7 +216,9 @@ table="$work/table.md"
     echo "  from another column there (\`nio-cb\` from \`nio\` outside W3/W4, \`runloopkit-lt\` (\`LoopThread.perform\`) from"
     echo "  \`runloopkit\` outside W1/W2, \`runloopkit-cb\` (one-shot callbacks, \`Loop.schedule(at:)\`) outside W3/W4,"
     echo "  \`runloopkit-fn\` (allocation-free calls of a C function with one word, as the C peers post and schedule:"
-    echo "  \`perform(with:_:)\` in W2, \`schedule(at:with:_:)\` in W3/W4) outside W2/W3/W4)."
+    echo "  \`perform(with:_:)\` in W2, \`schedule(at:with:_:)\` in W3/W4) outside W2/W3/W4, \`runloopkit-re\`"
+    echo "  (\`LoopTimer\`s made before the clock and re-armed with \`setNextFireTime(_:)\`, as the C peers keep their"
+    echo "  timer handles) outside W3/W4."
     echo
     header="| workload | metric | unit |"
     rule="|---|---|---|"
@@ -269,6 +272,38 @@ table="$work/table.md"
             echo "$row"
         done < <(metrics "$workload")
     done
+    # Each RunLoopKit form against the peer its target names: the timer rows against libuv, the posting and
+    # wake-up rows against the C floor (limit).
+    if has_peer limit && has_peer libuv; then
+        echo
+        echo "Each RunLoopKit form ÷ the peer named (the same medians; below 1 is better, except for throughput):"
+        echo
+        echo "| workload | metric | ÷ | runloopkit | runloopkit-lt | runloopkit-cb | runloopkit-fn | runloopkit-re |"
+        echo "|---|---|---|---:|---:|---:|---:|---:|"
+        while read -r workload key name against; do
+            row="| $workload | $name | $against |"
+            base=$(median "$workload" "$against" "$key")
+            for peer in "${our_columns[@]}"; do
+                v=""
+                has_peer "$peer" && [[ -n "$(command_for "$peer" "$workload")" ]] && v=$(median "$workload" "$peer" "$key")
+                if [[ -n "$v" && -n "$base" ]]; then
+                    row+=" $(awk -v a="$v" -v b="$base" 'BEGIN { if (b == 0) print "—"; else printf "%.2f\n", a / b }') |"
+                else
+                    row+=" |"
+                fi
+            done
+            echo "$row"
+        done <<'ROWS'
+W1@cpu0 throughput_rt_s throughput limit
+W2 throughput_ops_s throughput limit
+W3 schedule_ns schedule libuv
+W3 late_p99_steady_us late_p99_steady libuv
+W4 pair_ns pair libuv
+W5 p50_us p50 limit
+W5 p99_us p99 limit
+W5 cpu_pct cpu limit
+ROWS
+    fi
 } >"$table"
 
 echo

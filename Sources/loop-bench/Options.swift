@@ -1,6 +1,6 @@
 import RunLoopKitGLib
 
-/// The command line: `loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W3f|W4|W4c|W4f|W5|F|P|M|A|T|C|S1|S2|S2c|S3|G1|G2|G3|all] [--runs N] [--quick]
+/// The command line: `loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W3f|W3r|W4|W4c|W4f|W4r|W5|F|P|M|A|T|C|S1|S2|S2c|S3|G1|G2|G3|all] [--runs N] [--quick]
 /// [--in-process]`.
 struct Options {
     /// The workloads to run, in order.
@@ -32,9 +32,11 @@ struct Options {
             TimerFiringBenchmark.self,
             CallbackFiringBenchmark.self,
             FunctionCallbackFiringBenchmark.self,
+            ReusedTimerFiringBenchmark.self,
             TimerChurnBenchmark.self,
             CallbackChurnBenchmark.self,
             FunctionCallbackChurnBenchmark.self,
+            ReusedTimerChurnBenchmark.self,
             WakeLatencyBenchmark.self,
             FootprintBenchmark.self,
             PassCostBenchmark.self,
@@ -53,11 +55,11 @@ struct Options {
     }
 
     static let usage = """
-        usage: loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W3f|W4|W4c|W4f|W5|F|P|M|A|T|C|S1|S2|S2c|S3|G1|G2|G3|all]... [--runs N] [--quick] [--in-process]
+        usage: loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W3f|W3r|W4|W4c|W4f|W4r|W5|F|P|M|A|T|C|S1|S2|S2c|S3|G1|G2|G3|all]... [--runs N] [--quick] [--in-process]
           W1 ping-pong, W2 fan-in (W1t, W2t: through LoopThread.perform;
           W2f, W2tf: allocation-free perform(with:) calls), W3 timers, W4 churn (W3c, W4c: with
-          one-shot callbacks, Loop.schedule(at:); W3f, W4f: allocation-free schedule(at:with:) calls),
-          W5 wake latency
+          one-shot callbacks, Loop.schedule(at:); W3f, W4f: allocation-free schedule(at:with:) calls;
+          W3r, W4r: LoopTimers made before the clock and re-armed with setNextFireTime), W5 wake latency
           (Docs/Benchmarks.md),
           F footprint per idle loop (descriptors, resident bytes), P pass cost (1 vs 10,000 idle items),
           M @MainActor round trip on Loop.main,

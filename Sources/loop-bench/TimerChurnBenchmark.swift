@@ -11,7 +11,9 @@ import Synchronization
 /// the whole loop (final cancels included) ÷ 1,000,000.
 ///
 /// `W4c` is the same churn with one-shot callbacks: `Loop.schedule(at:)` and `Loop.cancel(_:)`; `W4f` with their
-/// allocation-free form, `Loop.schedule(at:with:_:)`.
+/// allocation-free form, `Loop.schedule(at:with:_:)`; `W4r` with 10,000 `LoopTimer`s made before the clock, one
+/// per slot of the window, as libuv's peer keeps 10,000 `uv_timer_t`s: timer i's slot is re-armed for i's deadline
+/// (`setNextFireTime(_:)`, which takes it out of the heap and puts it back), the first 10,000 added.
 class TimerChurnBenchmark: Benchmark {
     class var id: String { "W4" }
     class var title: String { "churn" }
@@ -42,6 +44,7 @@ class TimerChurnBenchmark: Benchmark {
         host!.loop.perform {
             switch churn.form {
             case .timer: churn.churn()
+            case .reusedTimer: churn.churnReusedTimers()
             case .closure: churn.churnCallbacks()
             case .function: churn.churnFunctionCalls()
             }
@@ -74,6 +77,13 @@ final class FunctionCallbackChurnBenchmark: TimerChurnBenchmark {
     override class var id: String { "W4f" }
     override class var title: String { "churn with one-shot function calls" }
     override class var form: TimerForm { .function }
+}
+
+/// W4r: W4 with a window of 10,000 `LoopTimer`s made before the clock and re-armed (`setNextFireTime(_:)`).
+final class ReusedTimerChurnBenchmark: TimerChurnBenchmark {
+    override class var id: String { "W4r" }
+    override class var title: String { "churn with timers made before the clock" }
+    override class var form: TimerForm { .reusedTimer }
 }
 
 /// The churn loop's state. Touched on the loop's thread only; the main thread reads it after `done`.
@@ -114,30 +124,57 @@ private final class Churn: @unchecked Sendable {
         end = Clock.monotonic()
     }
 
-    /// On the loop's thread: the timed loop, with callbacks. The callback captures nothing, as a user's need not:
-    /// none may fire, and one that does is counted in `unexpectedTimerFires`.
-    func churnCallbacks() {
+    /// On the loop's thread: the timed loop, with the window's timers made first and re-armed: moving a scheduled
+    /// timer to a new deadline is W4's cancel and schedule, as `uv_timer_start` on a running handle is libuv's.
+    func churnReusedTimers() {
         defer { done.increment() }
         let loop = Loop.current
-        var live = [Loop.ScheduledCallback?](repeating: nil, count: window)
+        let timers: [LoopTimer]
+        do {
+            timers = try (0..<window).map { _ throws(LoopError) in
+                try LoopTimer(at: .now + .seconds(3_600), handler: countUnexpectedFire)
+            }
+        } catch {
+            failure = BenchmarkFailure("W4r: making the timers failed: \(error)")
+            return
+        }
         start = Clock.monotonic()
         do {
             for index in offsets.indices {
-                let slot = index % window
-                if let old = live[slot] { loop.cancel(old) }
-                let deadline = Loop.Instant(nanoseconds: start + offsets[index])
-                live[slot] = try loop.schedule(at: deadline) { unexpectedTimerFires.add(1, ordering: .relaxed) }
+                let timer = timers[index % window]
+                timer.setNextFireTime(Loop.Instant(nanoseconds: start + offsets[index]))
+                if index < window { try loop.add(timer) }
             }
         } catch {
-            failure = BenchmarkFailure("W4c: scheduling failed: \(error)")
+            failure = BenchmarkFailure("W4r: scheduling failed: \(error)")
         }
-        for callback in live { if let callback { loop.cancel(callback) } }
+        for timer in timers { timer.invalidate() }
         end = Clock.monotonic()
+    }
+
+    /// On the loop's thread: the timed loop, with callbacks. The callback captures nothing, as a user's need not:
+    /// none may fire, and one that does is counted in `unexpectedTimerFires`.
+    func churnCallbacks() {
+        churnScheduledCallbacks(workload: "W4c") { loop, deadline, _ throws(LoopError) in
+            try loop.schedule(at: deadline) { unexpectedTimerFires.add(1, ordering: .relaxed) }
+        }
     }
 
     /// On the loop's thread: the timed loop, with allocation-free callbacks (a C function and a word; none may
     /// fire, and one that does is counted in `unexpectedTimerFires`).
     func churnFunctionCalls() {
+        churnScheduledCallbacks(workload: "W4f") { loop, deadline, index throws(LoopError) in
+            try loop.schedule(at: deadline, with: index) { _ in unexpectedTimerFires.add(1, ordering: .relaxed) }
+        }
+    }
+
+    /// The timed loop of W4c and W4f: `schedule(loop, deadline, index)` schedules timer `index` (inlined, so each
+    /// form's loop is its own code, as if written out).
+    @inline(__always)
+    private func churnScheduledCallbacks(
+        workload: String,
+        _ schedule: (Loop, Loop.Instant, Int) throws(LoopError) -> Loop.ScheduledCallback
+    ) {
         defer { done.increment() }
         let loop = Loop.current
         var live = [Loop.ScheduledCallback?](repeating: nil, count: window)
@@ -146,13 +183,10 @@ private final class Churn: @unchecked Sendable {
             for index in offsets.indices {
                 let slot = index % window
                 if let old = live[slot] { loop.cancel(old) }
-                let deadline = Loop.Instant(nanoseconds: start + offsets[index])
-                live[slot] = try loop.schedule(at: deadline, with: index) { _ in
-                    unexpectedTimerFires.add(1, ordering: .relaxed)
-                }
+                live[slot] = try schedule(loop, Loop.Instant(nanoseconds: start + offsets[index]), index)
             }
         } catch {
-            failure = BenchmarkFailure("W4f: scheduling failed: \(error)")
+            failure = BenchmarkFailure("\(workload): scheduling failed: \(error)")
         }
         for callback in live { if let callback { loop.cancel(callback) } }
         end = Clock.monotonic()

@@ -11,7 +11,9 @@ import SplitMix64
 /// it is 0).
 ///
 /// `W3c` is the same workload scheduled with `Loop.schedule(at:)`, the one-shot callbacks that need no object;
-/// `W3f` with their allocation-free form, `Loop.schedule(at:with:_:)` (a C function and the timer's index).
+/// `W3f` with their allocation-free form, `Loop.schedule(at:with:_:)` (a C function and the timer's index); `W3r`
+/// with `LoopTimer`s made before the clock starts, as libuv's peer sets up its `uv_timer_t`s: the timed loop sets
+/// each one's fire time (`setNextFireTime(_:)`) and adds it.
 class TimerFiringBenchmark: Benchmark {
     class var id: String { "W3" }
     class var title: String { "timers" }
@@ -93,10 +95,20 @@ final class FunctionCallbackFiringBenchmark: TimerFiringBenchmark {
     override class var form: TimerForm { .function }
 }
 
+/// W3r: W3 with `LoopTimer`s made before the clock starts (their handlers too), each given its fire time and added
+/// in the timed loop: what a timer costs that the program keeps and re-arms, as libuv's handles are kept.
+final class ReusedTimerFiringBenchmark: TimerFiringBenchmark {
+    override class var id: String { "W3r" }
+    override class var title: String { "timers made before the clock" }
+    override class var form: TimerForm { .reusedTimer }
+}
+
 /// How W3 and W4 schedule their timers.
 enum TimerForm {
     /// `LoopTimer` objects (W3, W4).
     case timer
+    /// `LoopTimer` objects made before the clock starts, re-armed with `setNextFireTime(_:)` (W3r, W4r).
+    case reusedTimer
     /// One-shot callbacks with a closure (`Loop.schedule(at:)`, W3c, W4c).
     case closure
     /// One-shot callbacks with a C function and a word (`Loop.schedule(at:with:_:)`, W3f, W4f).
@@ -144,12 +156,17 @@ private final class Schedule: @unchecked Sendable {
             // Untimed, as the C peers set up their timer handles before the clock starts.
             do { try loop.reserveCallbackCapacity(offsets.count) } catch { failure = BenchmarkFailure("\(error)") }
         }
+        // Untimed, as libuv's peer sets up its timer handles before the clock starts.
+        let prepared = form == .reusedTimer ? makeTimers() : []
         start = Clock.monotonic()
         do {
             for index in offsets.indices {
                 let deadline = start + offsets[index]
                 deadlines[index] = deadline
                 switch form {
+                case .reusedTimer:
+                    prepared[index].setNextFireTime(Loop.Instant(nanoseconds: deadline))
+                    try loop.add(prepared[index])
                 case .timer:
                     let timer = try LoopTimer(at: Loop.Instant(nanoseconds: deadline)) { [self] _ in fire(index) }
                     try loop.add(timer)
@@ -166,6 +183,18 @@ private final class Schedule: @unchecked Sendable {
             done.increment()
         }
         scheduled = Clock.monotonic()
+    }
+
+    /// W3r's timers, one per offset, due in the distant future until the timed loop sets their time.
+    private func makeTimers() -> [LoopTimer] {
+        do {
+            return try offsets.indices.map { index throws(LoopError) in
+                try LoopTimer(at: .now + .seconds(3_600)) { [self] _ in fire(index) }
+            }
+        } catch {
+            failure = BenchmarkFailure("W3r: making the timers failed: \(error)")
+            return []
+        }
     }
 
     /// On the loop's thread: timer `index` fires.
