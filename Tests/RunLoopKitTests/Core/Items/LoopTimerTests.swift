@@ -310,6 +310,72 @@ import Testing
         #expect((try? LoopTimer(after: .seconds(1), repeating: LoopTimer.maximumInterval) { _ in }) != nil)
     }
 
+    /// Something a handler captures, counted when it is freed: with the timer, as its handler's context goes.
+    final class LifetimeToken: Sendable {
+        let freed: Counter
+        init(_ freed: Counter) { self.freed = freed }
+        deinit { freed.increment() }
+    }
+
+    /// A timer held weakly, for a handler that must not keep another timer alive.
+    final class WeakTimer: @unchecked Sendable {  // Unchecked: the reference is set once, in the initialiser.
+        weak var timer: LoopTimer?
+        init(_ timer: LoopTimer) { self.timer = timer }
+    }
+
+    /// The loop holds a timer while it is in a mode, and only then: a timer the program let go of still fires (a
+    /// one-shot once, a repeating one until its handler invalidates it) and is freed as it leaves its modes, during
+    /// the run, not at the thread's exit. A pass holds the timers it is firing, so a handler that invalidates its
+    /// own timer, or an earlier one of the same pass, frees nothing under a running handler.
+    @Test func theLoopHoldsATimerWhileItIsInAModeAndFreesItAfter() {
+        let freed = Counter()
+        let fires = Recorder<String>()
+        let freedWhenRunEnded = Box<Int>()
+        ItemsSupport.onLoopThread { loop in
+            do {
+                let oneShotToken = LifetimeToken(freed)
+                try! loop.add(
+                    try! LoopTimer(after: .milliseconds(5)) { _ in
+                        withExtendedLifetime(oneShotToken) { fires.append("once") }
+                    })
+                let repeatingToken = LifetimeToken(freed)
+                let ticks = Counter()
+                try! loop.add(
+                    try! LoopTimer(after: .milliseconds(1), repeating: .milliseconds(2)) { timer in
+                        withExtendedLifetime(repeatingToken) {
+                            fires.append("tick")
+                            if ticks.increment() == 3 { timer.invalidate() }
+                        }
+                    })
+                // Two due in one pass: the first invalidates the second, which the pass still holds.
+                let firstToken = LifetimeToken(freed)
+                let secondToken = LifetimeToken(freed)
+                let due = Loop.Instant.now + .milliseconds(20)  // Equal times fire in the order added.
+                let second = try! LoopTimer(at: due) { _ in
+                    withExtendedLifetime(secondToken) { fires.append("second") }
+                }
+                // Held weakly, so once invalidated only the pass holds it (under ASan a pass that did not would read
+                // freed memory).
+                let secondReference = WeakTimer(second)
+                try! loop.add(
+                    try! LoopTimer(at: due) { _ in
+                        withExtendedLifetime(firstToken) { fires.append("first") }
+                        secondReference.timer?.invalidate()
+                    })
+                try! loop.add(second)
+            }
+            #expect(freed.current == 0, "the loop holds the timers it was given")
+            let result = loop.run(in: .default, for: .seconds(10))
+            freedWhenRunEnded.value = freed.current
+            #expect(result == .finished)
+        }
+        #expect(freedWhenRunEnded.value == 4, "every timer was freed once out of its modes, before the run ended")
+        #expect(fires.all.filter { $0 == "tick" }.count == 3)
+        #expect(fires.all.contains("once"))
+        #expect(fires.all.contains("first"))
+        #expect(!fires.all.contains("second"), "invalidated by an earlier handler of its pass")
+    }
+
     /// The timer keeps its interval and tolerance in whole nanoseconds, as the loop uses them, and reports those.
     @Test func intervalAndToleranceAreReportedAsTheLoopKeepsThem() throws {
         let repeating = try LoopTimer(after: .seconds(1), repeating: .milliseconds(10), tolerance: .seconds(1)) { _ in }
