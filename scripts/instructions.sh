@@ -5,6 +5,8 @@
 #
 # Usage: scripts/instructions.sh [path/to/loop-bench] WORKLOAD...   e.g. scripts/instructions.sh W1 W4 W4c P
 #   Each workload runs once, --quick, in-process; prints "WORKLOAD instructions".
+#   Workloads between threads (W1, W2, W5) depend on how often a loop sleeps, which valgrind's scheduling decides and
+#   a rebuild can change (W1 moved 17% between two builds of the same pass code): compare them per pass, or use P.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 binary=.build/release/loop-bench
