@@ -110,14 +110,7 @@ public final class SignalSource: Sendable {
             guard isValid else {
                 throw LoopError(.invalidated, message: "an invalidated item cannot be added to a loop")
             }
-            let source: FileDescriptorSource
-            if let existing = watcher.source {
-                source = existing
-            } else {
-                source = try makeDescriptorSource()
-            }
-            try loop.add(source, to: mode)
-            watcher.source = source
+            try watcher.add(to: loop, mode: mode, making: makeDescriptorSource)
         }
     }
 

@@ -220,16 +220,13 @@ public final class FileChangeSource: Sendable {
             guard isValid, let instance = state.instance else {
                 throw LoopError(.invalidated, message: "an invalidated file-change source cannot be added to a loop")
             }
-            let source: FileDescriptorSource
-            if let existing = state.watcher.source {
-                source = existing
-            } else {
-                source = try makeDescriptorSource(watching: instance.descriptor)
+            let (keepsRunAlive, rateLimit) = (state.keepsRunAlive, state.rateLimit)
+            try state.watcher.add(to: loop, mode: mode) { () throws(LoopError) in
+                try makeDescriptorSource(watching: instance.descriptor)
+            } preparing: { source in
+                source.keepsRunAlive = keepsRunAlive
+                if let rateLimit { source.rateLimit = rateLimit }
             }
-            source.keepsRunAlive = state.keepsRunAlive
-            if let limit = state.rateLimit { source.rateLimit = limit }
-            try loop.add(source, to: mode)
-            state.watcher.source = source
         }
     }
 

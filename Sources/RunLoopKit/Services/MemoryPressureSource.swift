@@ -154,15 +154,12 @@ public final class MemoryPressureSource: Sendable {
                 throw LoopError(
                     .invalidated, message: "an invalidated memory-pressure source cannot be added to a loop")
             }
-            let source: FileDescriptorSource
-            if let existing = state.watcher.source {
-                source = existing
-            } else {
-                source = try makeDescriptorSource(watching: descriptor.descriptor)
+            let keepsRunAlive = state.keepsRunAlive
+            try state.watcher.add(to: loop, mode: mode) { () throws(LoopError) in
+                try makeDescriptorSource(watching: descriptor.descriptor)
+            } preparing: { source in
+                source.keepsRunAlive = keepsRunAlive
             }
-            source.keepsRunAlive = state.keepsRunAlive
-            try loop.add(source, to: mode)
-            state.watcher.source = source
         }
     }
 
