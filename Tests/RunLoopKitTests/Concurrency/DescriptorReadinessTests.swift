@@ -18,18 +18,6 @@ struct DescriptorReadinessTests {
         }
     }
 
-    /// Reads what is available from a non-blocking descriptor (until EAGAIN); answers the bytes, empty at EOF.
-    static func readAvailable(_ descriptor: CInt) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 512)
-        while true {
-            let count = read(descriptor, &buffer, buffer.count)
-            guard count > 0 else { break }
-            bytes += buffer[0..<count]
-        }
-        return bytes
-    }
-
     @Test func readsEveryWriteExactlyAndLeavesNothingBehind() async throws {
         let pipe = Pipe()
         defer { pipe.close() }
@@ -49,7 +37,7 @@ struct DescriptorReadinessTests {
         for try await events in worker.loop.readiness(of: pipe.readEnd) {
             #expect(events.contains(.readable))
             reports += 1
-            received += Self.readAvailable(pipe.readEnd)
+            received += readToEnd(pipe.readEnd)
             if received.count >= total { break }
         }
         #expect(received == (0..<total).map { UInt8(truncatingIfNeeded: $0) })
@@ -81,7 +69,7 @@ struct DescriptorReadinessTests {
         // Nothing was lost: the next demand answers at once, the data is still there.
         let second = try await iterator.next()
         #expect(second?.contains(.readable) == true)
-        #expect(Self.readAvailable(pipe.readEnd) == [1])
+        #expect(readToEnd(pipe.readEnd) == [1])
     }
 
     @Test func aPendingNextThrowsLoopTerminatedWhenTheThreadStops() async throws {
@@ -127,7 +115,7 @@ struct DescriptorReadinessTests {
         var sawHangUp = false
         for try await events in worker.loop.readiness(of: pipe.readEnd) {
             sawHangUp = sawHangUp || events.contains(.hangUp)
-            let bytes = Self.readAvailable(pipe.readEnd)
+            let bytes = readToEnd(pipe.readEnd)
             if bytes.isEmpty { break }
             received += bytes
         }

@@ -11,16 +11,6 @@ import Testing
         return poll(&entry, 1, 0) == 1
     }
 
-    /// Reads `descriptor` to its end.
-    static func readAll(_ descriptor: CInt) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while case let count = read(descriptor, &buffer, buffer.count), count > 0 {
-            bytes += buffer[0..<count]
-        }
-        return bytes
-    }
-
     /// Writes all of `bytes` to `descriptor`.
     static func writeAll(_ bytes: [UInt8], to descriptor: CInt) {
         var offset = 0
@@ -63,7 +53,7 @@ import Testing
 
             dup2(realStandardError, STDERR_FILENO)  // Also closes the pipe's last write end.
             close(realStandardError)
-            let written = StallMonitorDefaultHandlerTests.readAll(readEnd)
+            let written = readToEnd(readEnd)
             StallMonitorDefaultHandlerTests.writeAll(written, to: STDERR_FILENO)
             print("watched thread \(watched.threadID), stall \(Int(stall / .milliseconds(1))) ms")
             watched.stop()

@@ -471,15 +471,8 @@ enum ForkedChecks {
 
     /// Everything `descriptor` yields until end of file; closes it.
     static func readAll(_ descriptor: CInt) -> String {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(descriptor, &buffer, buffer.count)
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-        }
-        close(descriptor)
-        return String(decoding: bytes, as: UTF8.self)
+        defer { close(descriptor) }
+        return String(decoding: readToEnd(descriptor), as: UTF8.self)
     }
 }
 

@@ -91,13 +91,7 @@ extension Loop {
         let descriptor = open("/proc/self/fdinfo/\(poller.epoll)", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return [:] }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(descriptor, &buffer, buffer.count)
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-        }
+        let bytes = readToEnd(descriptor)
         var entries: [CInt: (events: UInt32, tag: UInt64)] = [:]
         // "tfd:        7 events:       19 data:       100000007  pos:0 ino:... sdev:..."
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("tfd:") {

@@ -21,6 +21,17 @@ final class Counter: Sendable {
     var current: Int { value.load(ordering: .relaxed) }
 }
 
+/// Everything `descriptor` yields until end of file, or, for a non-blocking descriptor, until it has nothing more
+/// for now (`EAGAIN`). Leaves the descriptor open.
+func readToEnd(_ descriptor: CInt) -> [UInt8] {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while case let count = read(descriptor, &buffer, buffer.count), count > 0 {
+        bytes += buffer[0..<count]
+    }
+    return bytes
+}
+
 /// A box for handing a value out of another thread.
 final class Box<Value: Sendable>: Sendable {
     private let storage: Locked<Value?>
