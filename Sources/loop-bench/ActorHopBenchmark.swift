@@ -44,14 +44,14 @@ final class ActorHopBenchmark: Benchmark {
         if let only { return try Self.runOnly(only, calls: calls, warmUp: warmUp, loopA: loopA, loopB: loopB) }
 
         let loopActor = try Self.timeLoopActor(calls: calls, warmUp: warmUp, loop: loopB)
-        let perform = try Self.measure { () async -> Int64 in
+        let perform = try awaitDetached(Self.id) { () async -> Int64 in
             let counter = ConfinedCounter()
             for _ in 0..<warmUp { _ = await counter.bump(on: loopB) }
             let begin = Clock.monotonic()
             for _ in 0..<calls { _ = await counter.bump(on: loopB) }
             return Clock.monotonic() - begin
         }
-        let defaultActor = try Self.measure { () async -> Int64 in
+        let defaultActor = try awaitDetached(Self.id) { () async -> Int64 in
             let counter = DefaultCounter()
             for _ in 0..<warmUp { _ = await counter.bump() }
             let begin = Clock.monotonic()
@@ -103,7 +103,7 @@ final class ActorHopBenchmark: Benchmark {
 
     /// `loop_actor`: a task calls an actor on `loop`; answers the elapsed nanoseconds of `calls` calls.
     private static func timeLoopActor(calls: Int, warmUp: Int, loop: Loop) throws -> Int64 {
-        try measure {
+        try awaitDetached(id) {
             let counter = LoopCounter(loop: loop)
             for _ in 0..<warmUp { _ = await counter.bump() }
             let begin = Clock.monotonic()
@@ -114,7 +114,7 @@ final class ActorHopBenchmark: Benchmark {
 
     /// `loop_to_loop`: an actor on `loopA` calls an actor on `loopB`; answers the elapsed nanoseconds.
     private static func timeLoopToLoop(calls: Int, warmUp: Int, loopA: Loop, loopB: Loop) throws -> Int64 {
-        try measure {
+        try awaitDetached(id) {
             let caller = LoopCaller(loop: loopA, callee: LoopCounter(loop: loopB))
             _ = await caller.call(times: warmUp)
             return await caller.call(times: calls)
@@ -127,22 +127,6 @@ final class ActorHopBenchmark: Benchmark {
         return try Rally.play(a: loopA, b: loopB, roundTrips: calls, label: "A")
     }
 
-    /// Runs `body` in a detached task and waits for its answer (the elapsed nanoseconds) on this thread.
-    private static func measure(_ body: @escaping @Sendable () async -> Int64) throws -> Int64 {
-        let result = ElapsedBox()
-        Task.detached {
-            result.elapsed = await body()
-            result.done.increment()
-        }
-        guard result.done.wait() else { throw BenchmarkFailure("A: a variant did not finish within 300 s") }
-        return result.elapsed
-    }
-}
-
-/// The answer of one variant; `elapsed` is written before `done` is incremented and read after it, which orders them.
-private final class ElapsedBox: @unchecked Sendable {
-    var elapsed: Int64 = 0
-    let done = WaitCounter()
 }
 
 /// The measured actor, isolated to a loop's thread.

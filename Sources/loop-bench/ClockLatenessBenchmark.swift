@@ -26,16 +26,16 @@ final class ClockLatenessBenchmark: Benchmark {
     func run() throws -> [Metric] {
         let loop = thread!.loop
         let sleeps = self.sleeps
-        let onLoop = try Self.measure(preferring: loop.taskExecutor) {
+        let onLoop = try awaitDetached(Self.id, preferring: loop.taskExecutor) {
             try await Self.lateness(sleeps, tolerance: nil, clock: loop.clock)
         }
-        let tolerant = try Self.measure(preferring: loop.taskExecutor) {
+        let tolerant = try awaitDetached(Self.id, preferring: loop.taskExecutor) {
             try await Self.lateness(sleeps, tolerance: .microseconds(500), clock: loop.clock)
         }
-        let fromGlobal = try Self.measure(preferring: nil) {
+        let fromGlobal = try awaitDetached(Self.id, preferring: nil) {
             try await Self.lateness(sleeps, tolerance: nil, clock: loop.clock)
         }
-        let continuous = try Self.measure(preferring: nil) {
+        let continuous = try awaitDetached(Self.id, preferring: nil) {
             try await Self.lateness(sleeps, tolerance: nil, clock: ContinuousClock())
         }
         var metrics: [Metric] = []
@@ -75,23 +75,4 @@ final class ClockLatenessBenchmark: Benchmark {
         return samples
     }
 
-    /// Runs `body` in a detached task (preferring `executor`, if any) and waits for its samples on this thread.
-    private static func measure(
-        preferring executor: (any TaskExecutor)?, _ body: @escaping @Sendable () async throws -> [Int64]
-    ) throws -> [Int64] {
-        let result = SamplesBox()
-        Task.detached(executorPreference: executor) {
-            result.samples = (try? await body()) ?? []
-            result.done.increment()
-        }
-        guard result.done.wait() else { throw BenchmarkFailure("C: a variant did not finish within 300 s") }
-        guard !result.samples.isEmpty else { throw BenchmarkFailure("C: a sleep threw") }
-        return result.samples
-    }
-}
-
-/// One variant's samples; written before `done` is incremented and read after it.
-private final class SamplesBox: @unchecked Sendable {
-    var samples: [Int64] = []
-    let done = WaitCounter()
 }

@@ -36,7 +36,9 @@ final class TaskExecutorHopBenchmark: Benchmark {
         let warmUp = max(calls / 10, 100)
         let perTask = calls / 10
         if getenv("LOOP_BENCH_T_FANIN_ONLY") != nil {  // For strace and perf: the fan-in alone.
-            let elapsed = try Self.measure { await Self.fanIn(HopTarget(loop: loop), tasks: 16, callsEach: perTask) }
+            let elapsed = try awaitDetached(Self.id) {
+                await Self.fanIn(HopTarget(loop: loop), tasks: 16, callsEach: perTask)
+            }
             return [
                 Metric(
                     "fanin_loop_actor", unit: "calls/s", key: "fanin_loop_actor_calls_s",
@@ -45,37 +47,41 @@ final class TaskExecutorHopBenchmark: Benchmark {
         }
 
         let onLoop = loop.taskExecutor
-        let preferred = try Self.measure {
+        let preferred = try awaitDetached(Self.id) {
             for _ in 0..<warmUp { _ = await withTaskExecutorPreference(onLoop) { await work(1) } }
             let begin = Clock.monotonic()
             for index in 0..<calls { _ = await withTaskExecutorPreference(onLoop) { await work(index) } }
             return Clock.monotonic() - begin
         }
-        let threadRun = try Self.measure {
+        let threadRun = try awaitDetached(Self.id) {
             for _ in 0..<warmUp { _ = try? await thread.run { workSynchronously(1) } }
             let begin = Clock.monotonic()
             for index in 0..<calls { _ = try? await thread.run { workSynchronously(index) } }
             return Clock.monotonic() - begin
         }
-        let loopActor = try Self.measure {
+        let loopActor = try awaitDetached(Self.id) {
             let actor = HopTarget(loop: loop)
             for _ in 0..<warmUp { _ = await actor.work(1) }
             let begin = Clock.monotonic()
             for index in 0..<calls { _ = await actor.work(index) }
             return Clock.monotonic() - begin
         }
-        let global = try Self.measure {
+        let global = try awaitDetached(Self.id) {
             for _ in 0..<warmUp { _ = await work(1) }
             let begin = Clock.monotonic()
             for index in 0..<calls { _ = await work(index) }
             return Clock.monotonic() - begin
         }
         let before = loop.metrics
-        let fanInLoop = try Self.measure { await Self.fanIn(HopTarget(loop: loop), tasks: 16, callsEach: perTask) }
+        let fanInLoop = try awaitDetached(Self.id) {
+            await Self.fanIn(HopTarget(loop: loop), tasks: 16, callsEach: perTask)
+        }
         let after = loop.metrics
         let jobsPerPass =
             Double(after.handled.jobsRun - before.handled.jobsRun) / Double(max(after.passes - before.passes, 1))
-        let fanInDefault = try Self.measure { await Self.fanIn(DefaultHopTarget(), tasks: 16, callsEach: perTask) }
+        let fanInDefault = try awaitDetached(Self.id) {
+            await Self.fanIn(DefaultHopTarget(), tasks: 16, callsEach: perTask)
+        }
 
         func ns(_ elapsed: Int64) -> Double { Double(elapsed) / Double(calls) }
         func fanInRate(_ elapsed: Int64) -> Double { Double(16 * perTask) / Double(elapsed) * 1e9 }
@@ -117,16 +123,6 @@ final class TaskExecutorHopBenchmark: Benchmark {
         return Clock.monotonic() - begin
     }
 
-    /// Runs `body` in a detached task and waits for its answer (the elapsed nanoseconds) on this thread.
-    private static func measure(_ body: @escaping @Sendable () async -> Int64) throws -> Int64 {
-        let result = HopElapsed()
-        Task.detached {
-            result.elapsed = await body()
-            result.done.increment()
-        }
-        guard result.done.wait() else { throw BenchmarkFailure("T: a variant did not finish within 300 s") }
-        return result.elapsed
-    }
 }
 
 /// The measured function: a little arithmetic the optimiser cannot drop.
@@ -168,10 +164,4 @@ private actor DefaultHopTarget: HopWork {
         total &+= workSynchronously(value)
         return total
     }
-}
-
-/// The answer of one variant; `elapsed` is written before `done` is incremented and read after it.
-private final class HopElapsed: @unchecked Sendable {
-    var elapsed: Int64 = 0
-    let done = WaitCounter()
 }
