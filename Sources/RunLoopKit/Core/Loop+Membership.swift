@@ -108,7 +108,7 @@ extension Loop {
             // Invalidated meanwhile, on another thread, before it saw the registration: release it here.
             if !source.isValid { removeRegistration(of: source) }
         }
-        if isCurrent {
+        if isCurrent {  // Directly, not through `onLoopThread(with:_:)`: see there.
             join(item, to: mode)
         } else {
             onLoopThread(with: (UncheckedItem(item), mode)) { loop, change in loop.join(change.0.item, to: change.1) }
@@ -219,7 +219,7 @@ extension Loop {
     /// Invalidation: removes `item` from every mode and the common items, on the loop's thread. Any thread.
     @inline(__always)
     func detachEverywhere(_ item: AnyItem) {
-        if isCurrent {
+        if isCurrent {  // Directly, not through `onLoopThread(with:_:)`: see there.
             detachNow(item)
         } else {
             onLoopThread(with: UncheckedItem(item)) { loop, item in loop.detachNow(item.item) }

@@ -205,6 +205,11 @@ public final class Loop: @unchecked Sendable {
     /// For the item changes made on every add, remove and invalidation: pass a `change` that captures nothing and
     /// hand it what it needs as `argument`. Called on the loop's thread nothing is allocated then; only a change
     /// sent from another thread is wrapped in a closure for the inbox.
+    ///
+    /// On the loop's thread the call still packs `argument` and calls `change` through a function value, which
+    /// copies (retains and releases) what the argument holds. The two calls on a timer's hottest path, `add` and
+    /// invalidation, test ``isCurrent`` themselves and call their step directly: 122 instructions less per W4 pair
+    /// (callgrind). The rarer changes go through here.
     @inline(__always)
     func onLoopThread<Argument: Sendable>(
         with argument: Argument,
