@@ -89,7 +89,7 @@ extension Loop {
     /// nothing, when that time has come or is closer than ``sleepHorizon`` (so the loop polls instead of sleeping).
     func armTimer(until deadline: Int64) -> Bool {
         let wakeTime = min(
-            timerTable.heap.first?.latestFireTime ?? .max, timerTable.callbacks.first?.latestFireTime ?? .max, deadline)
+            timerTable.heap.firstLatestFireTime ?? .max, timerTable.callbacks.first?.latestFireTime ?? .max, deadline)
         guard wakeTime != .max else { return true }
         let now = MonotonicClock.now()
         guard wakeTime - now > Self.sleepHorizon else { return false }
@@ -113,7 +113,7 @@ extension Loop {
     /// fires in this pass; what a handler schedules for now waits for the next one.
     func fireDueTimers() {
         guard let state = runStack.mode else { return }
-        let nextTimer = timerTable.heap.first?.fireTime ?? .max
+        let nextTimer = timerTable.heap.firstFireTime ?? .max
         let nextCallback = timerTable.callbacks.first?.fireTime ?? .max
         guard min(nextTimer, nextCallback) != .max else { return }
         let now = MonotonicClock.now()

@@ -39,6 +39,12 @@ struct TimerHeap {
     /// The timer due first, unretained (the heap holds it unowned; its modes hold it).
     var firstReference: Unmanaged<LoopTimer>? { entries.first?.reference }
 
+    /// The first timer's latest fire time (its key), read from the heap's own entry.
+    var firstLatestFireTime: Int64? { entries.first?.latestFireTime }
+
+    /// The first timer's fire time, read without retaining the timer.
+    var firstFireTime: Int64? { entries.first?.reference._withUnsafeGuaranteedRef { $0.fireTime } }
+
     /// Adds `timer` under its current ``LoopTimer/latestFireTime`` and ``LoopTimer/sequence``, which must not change
     /// while it is in the heap (reposition by removing and inserting again).
     mutating func insert(_ timer: LoopTimer) {
