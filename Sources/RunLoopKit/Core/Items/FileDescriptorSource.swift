@@ -255,10 +255,11 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
     /// watch it, invalidate them all first).
     public func invalidate() {
         guard markInvalid() else { return }
-        guard let owner = owner else { return }
-        // Out of the epoll set now, on the calling thread, while the descriptor is still open (the contract): a
-        // number closed and reused later, before the loop's next pass, is never mistaken for this one.
-        owner.removeRegistration(of: self)
-        owner.detachEverywhere(.descriptor(self))
+        withOwner { owner in
+            // Out of the epoll set now, on the calling thread, while the descriptor is still open (the contract): a
+            // number closed and reused later, before the loop's next pass, is never mistaken for this one.
+            owner.removeRegistration(of: self)
+            owner.detachEverywhere(.descriptor(self))
+        }
     }
 }

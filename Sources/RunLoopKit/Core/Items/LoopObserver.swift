@@ -58,6 +58,6 @@ public final class LoopObserver: LoopItem, @unchecked Sendable {  // Unchecked: 
     /// After it returns no new call starts.
     public func invalidate() {
         guard markInvalid() else { return }
-        owner?.detachEverywhere(.observer(self))
+        withOwner { $0.detachEverywhere(.observer(self)) }
     }
 }

@@ -96,6 +96,6 @@ public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: se
     public func invalidate() {
         guard markInvalid() else { return }
         signalled.store(false, ordering: .releasing)
-        owner?.detachEverywhere(.source(self))
+        withOwner { $0.detachEverywhere(.source(self)) }
     }
 }
