@@ -108,6 +108,8 @@ extension Loop {
     /// Step 0: applies item changes other threads sent, and takes their blocks into the local queue.
     func applyChanges() {
         guard !inbox.isEmpty else { return }
+        // Blocks only, as nearly always: relinked into the local queue under the lock, no scratch arrays touched.
+        if inbox.takeBlocksUnlessChanged(appendingTo: &blocks) { return }
         var taken = Inbox.Contents(blocks: takeBlockQueue(), changes: scratch.changes.take())
         inbox.takeAll(into: &taken)
         absorb(&taken)
@@ -138,18 +140,15 @@ extension Loop {
     }
 
     /// An empty block queue, usually one that kept a segment, so a pass allocates nothing. Loop thread only.
+    @inline(__always)
     func takeBlockQueue() -> BlockQueue {
-        scratch.blockQueues.popLast() ?? BlockQueue()
+        scratch.blockQueues.take()
     }
 
     /// Keeps the empty queue `queue` (and its segment) for ``takeBlockQueue()``. Loop thread only.
+    @inline(__always)
     func giveBlockQueue(_ queue: inout BlockQueue) {
-        if scratch.blockQueues.count < 4 {
-            scratch.blockQueues.append(queue)
-        } else {
-            queue.releaseSegment(to: inbox.segments)
-        }
-        queue = BlockQueue()
+        scratch.blockQueues.give(&queue, pool: inbox.segments)
     }
 
     /// Steps 3 and 5: runs the queued blocks and actor jobs whose modes match the running mode, oldest first.

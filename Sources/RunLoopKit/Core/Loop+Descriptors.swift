@@ -291,8 +291,12 @@ extension Loop {
         var handled = descriptorTable.failed.isEmpty ? false : tellFailedSources(in: state)
         guard count > 0 else { return handled }
         let buffer = scratch.eventBuffers[runStack.depth]  // Made by the wait that reported the events.
+        // A wake-up or the timerfd alone, as after most sleeps: no source to look up, no list to take.
+        guard let firstSourceEvent = (0..<count).first(where: { buffer[$0].data.u64 > Poller.lastLoopTag }) else {
+            return handled
+        }
         var ready = scratch.readyDescriptors.take()
-        for index in 0..<count {
+        for index in firstSourceEvent..<count {
             let tag = buffer[index].data.u64
             guard tag > Poller.lastLoopTag else { continue }
             let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))

@@ -182,6 +182,20 @@ final class Inbox: Sendable {
         }
     }
 
+    /// The common case of a take: when only blocks wait (no change among them), moves them behind `queue`'s by
+    /// relinking segments (an empty `queue` trades places with the inbox's, so its kept segment takes the next
+    /// posts) and answers `true`. Answers `false`, taking nothing, when a change waits: the caller then takes
+    /// everything with ``takeAll(into:)`` and applies the changes among the blocks. Loop thread only.
+    @inline(__always)
+    func takeBlocksUnlessChanged(appendingTo queue: inout BlockQueue) -> Bool {
+        contents.withLock { contents in
+            guard contents.changes.isEmpty else { return false }
+            queue.append(contentsOf: &contents.blocks)
+            hasEntries.store(false, ordering: .sequentiallyConsistent)
+            return true
+        }
+    }
+
     /// Moves everything waiting into `taken` (which should be empty), swapping storage to avoid copying.
     func takeAll(into taken: inout Contents) {
         guard !isEmpty else { return }

@@ -4,7 +4,7 @@ import CRunLoopShims
 /// takes its own from the same pools). Loop thread only.
 struct ScratchPools {
     /// Empty block queues, each usually keeping one segment (``Loop/takeBlockQueue()``).
-    var blockQueues: [BlockQueue] = []
+    var blockQueues = BlockQueuePool()
     var changes = ArrayPool<Inbox.Change>()
     var sources = ArrayPool<LoopSource>()
     /// Due timers of a pass, each retained while listed (``Loop/fireDueTimers()``).
@@ -52,5 +52,38 @@ struct ArrayPool<Element> {
         array.removeAll(keepingCapacity: true)
         free.append(array)
         array = []
+    }
+}
+
+/// Emptied block queues kept for reuse, each usually keeping one segment. Every pass that runs blocks takes one and
+/// gives one back (``Loop/runBlocks()``), so the first lives in a slot of its own: taking and giving it moves two
+/// references, where an array's `popLast` and `append` check its buffer's uniqueness and capacity. Nested runs use
+/// the rest. Loop thread only.
+struct BlockQueuePool {
+    private var spare: BlockQueue?
+    private var more: [BlockQueue] = []
+
+    /// How many queues `more` keeps; further ones give their segment back to the segment pool.
+    private static let moreLimit = 3
+
+    /// An empty queue, the kept one if there is one.
+    @inline(__always)
+    mutating func take() -> BlockQueue {
+        if let queue = spare.take() { return queue }
+        return more.popLast() ?? BlockQueue()
+    }
+
+    /// Keeps the empty `queue` (leaving `queue` an empty queue without segment), or hands its segment to `pool`
+    /// when enough are kept.
+    @inline(__always)
+    mutating func give(_ queue: inout BlockQueue, pool: BlockSegmentPool) {
+        if spare == nil {
+            spare = consume queue
+        } else if more.count < Self.moreLimit {
+            more.append(consume queue)
+        } else {
+            queue.releaseSegment(to: pool)
+        }
+        queue = BlockQueue()
     }
 }
