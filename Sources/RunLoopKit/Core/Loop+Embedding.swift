@@ -44,14 +44,14 @@ extension Loop {
                 + "pass .default or another mode")
         if poller.isWaiting.load(ordering: .relaxed) {
             // The host's wait is over: end it as a return from epoll_wait would. An eventfd write is still queued in
-            // the epoll set (edge-triggered), so the pass's own epoll_wait reports and drains it: no read here.
-            poller.finishWaiting(eventFDFired: false)
+            // the epoll set (edge-triggered), so the pass's own epoll_wait reports it.
+            poller.finishWaiting()
         }
         _ = run(
             mode: mode, deadline: .min, pollOnce: true, returnAfterSourceHandled: false, hostPass: true)
         // A mode not named yet comes into being, so items added to it later wake the host.
         if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && armTimer(until: .max) { return false }
-        poller.finishWaiting(eventFDFired: false)
+        poller.finishWaiting()
         return true
     }
 }

@@ -20,15 +20,10 @@ extension Loop {
         if block { metricsBeginSleep() }
         let count = blockingWait(into: buffer, block: block)
         if block { metricsEndSleep() }
-        var wakeUpFired = false
-        for index in 0..<count {
-            switch buffer[index].data.u64 {
-            case Poller.wakeUpTag: wakeUpFired = true
-            case Poller.mainQueueTag: mainQueue.hasWork = true
-            default: break
-            }
+        for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
+            mainQueue.hasWork = true
         }
-        poller.finishWaiting(eventFDFired: wakeUpFired)
+        poller.finishWaiting()
         if block { control.wakeRequested.store(false, ordering: .relaxed) }
         if !poll { notifyObservers(.afterWaiting) }
         return count
@@ -44,7 +39,7 @@ extension Loop {
     /// then looks again for work another thread may have published just before. Answers whether the loop may sleep
     /// for a run in `state`: no signal, block, change, stop or wake-up sent by another thread, no local work, and
     /// something left that could wake it (unless `evenIfEmpty`: a host loop waits for other threads' work even then).
-    /// `isWaiting` stays set either way; ``Poller/finishWaiting(eventFDFired:)`` clears it.
+    /// `isWaiting` stays set either way; ``Poller/finishWaiting()`` clears it.
     func announceSleep(in state: ModeState, evenIfEmpty: Bool = false) -> Bool {
         poller.isWaiting.store(true, ordering: .sequentiallyConsistent)
         return signalStack.isEmpty && inbox.isEmpty && !control.stopRequested.load(ordering: .sequentiallyConsistent)

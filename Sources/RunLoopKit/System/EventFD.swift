@@ -12,16 +12,22 @@ enum EventFD {
 
     /// Adds one to the counter, waking any waiter.
     ///
-    /// `EAGAIN` (the counter is at its maximum, so a wake-up is pending anyway) counts as success.
-    /// The corresponding C call is `write(2)`.
+    /// Registered edge-triggered in an epoll set, the descriptor is reported by `epoll_wait` once per write,
+    /// whatever the count, so a loop never needs to read it. The counter only refuses a write (`EAGAIN`) at its
+    /// maximum, 2^64 − 2 unread wake-ups: then it is read to zero and written again, so this write still makes its
+    /// report. (Reading makes room until 2^64 − 2 further writes land: a third refusal in a row cannot happen.)
+    /// The corresponding C calls are `write(2)`, and `read(2)` in that case.
     static func signal(_ descriptor: CInt) throws(SystemError) {
         var one: UInt64 = 1
-        do {
-            _ = try retryingOnInterrupt("write", on: descriptor) {
-                Glibc.write(descriptor, &one, MemoryLayout<UInt64>.size)
+        for _ in 0..<3 {
+            do {
+                _ = try retryingOnInterrupt("write", on: descriptor) {
+                    Glibc.write(descriptor, &one, MemoryLayout<UInt64>.size)
+                }
+                return
+            } catch let error where error.errno == EAGAIN {
+                try drain(descriptor)
             }
-        } catch let error where error.errno == EAGAIN {
-            return
         }
     }
 

@@ -36,7 +36,8 @@ struct FaultCase: Codable, Sendable, CustomTestStringConvertible {
         case descriptorSharedRemove
         /// Waking a sleeping loop from another thread: write(2) of its eventfd.
         case wakeUpWrite
-        /// The woken loop drains its eventfd: read(2).
+        /// A waker whose write found the eventfd's counter at its maximum reads it to zero: read(2). (The woken
+        /// loop never reads it: the eventfd is edge-triggered.)
         case wakeUpRead
         /// The loop's sleep: epoll_wait.
         case wait
@@ -290,9 +291,9 @@ enum FaultMatrix {
         }
 
     static let wakeUps: [FaultCase] =
-        // EAGAIN (counter at its maximum) counts as success because the eventfd is readable then; an injected one
-        // would describe an eventfd that is not, a state the kernel cannot be in.
-        rows("write", .wakeUpWrite, [(EINTR, .transparent), (EBADF, .trap), (EINVAL, .trap)])
+        // EAGAIN: the counter is at its maximum; the waker reads it to zero and writes again.
+        rows("write", .wakeUpWrite, [(EINTR, .transparent), (EAGAIN, .transparent), (EBADF, .trap), (EINVAL, .trap)])
+        // That read (the scenario fills the counter first). EAGAIN: another waker read it first.
         + rows("read", .wakeUpRead, [(EINTR, .transparent), (EAGAIN, .transparent), (EBADF, .trap), (EINVAL, .trap)])
 
     static let waitsAndTimers: [FaultCase] =

@@ -278,8 +278,16 @@ enum FaultScenarios {
         defer { running.finish() }
         _ = waitUntil { running.loop.isWaiting }
         let ran = Counter()
-        var scripted = fault.fault  // The write of a waker, or the loop's read after it woke.
-        scripted.descriptor = running.loop.poller.wakeUpDescriptor
+        let descriptor = running.loop.poller.wakeUpDescriptor
+        if fault.scenario == .wakeUpRead {
+            // The waker reads only a counter at its maximum, after 2^64 - 2 unread wake-ups: put it there.
+            var count: UInt64 = 0
+            _ = read(descriptor, &count, 8)
+            var maximum: UInt64 = .max - 1
+            if write(descriptor, &maximum, 8) != 8 { problems.append("could not fill the eventfd: errno \(errno)") }
+        }
+        var scripted = fault.fault  // The write of a waker, or its read of a full counter.
+        scripted.descriptor = descriptor
         let (accepted, counts) = FaultInjection.with([scripted]) { () -> Bool in
             let accepted = running.loop.perform { ran.increment() }
             _ = waitUntil(timeout: .seconds(5)) { ran.current == 1 }

@@ -117,7 +117,7 @@ final class Poller: Sendable {
             do {
                 try EventFD.signal(wakeUpDescriptor)
             } catch {
-                trap("RunLoopKit: writing the loop's wake-up eventfd failed: \(error)")
+                trap("RunLoopKit: waking the loop through its eventfd failed: \(error)")
             }
         }
     }
@@ -135,7 +135,7 @@ final class Poller: Sendable {
             do {
                 try EventFD.signal(wakeUpDescriptor)
             } catch {
-                trap("RunLoopKit: writing the loop's wake-up eventfd failed: \(error)")
+                trap("RunLoopKit: waking the loop through its eventfd failed: \(error)")
             }
         }
     }
@@ -196,16 +196,12 @@ final class Poller: Sendable {
         return count
     }
 
-    /// Called right after waking: clears the wake-up state, draining the eventfd when it fired.
-    func finishWaiting(eventFDFired: Bool) {
+    /// Called right after waking: clears the wake-up state.
+    ///
+    /// The eventfd is not read: it is edge-triggered, so `epoll_wait` reports each later write anyway (see
+    /// ``EventFD/signal(_:)``), and a wake-up costs the woken loop no system call beyond its `epoll_wait`.
+    func finishWaiting() {
         isWaiting.store(false, ordering: .sequentiallyConsistent)
-        if eventFDFired {
-            do {
-                try EventFD.drain(wakeUpDescriptor)
-            } catch {
-                trap("RunLoopKit: reading the loop's wake-up eventfd failed: \(error)")
-            }
-        }
         wakeUpPending.store(false, ordering: .releasing)
     }
 

@@ -9,7 +9,10 @@
  *   waking                Poller.wakeIfSleeping: isWaiting? then wakeUpPending.exchange(true)? then eventfd write
  *   the loop's pass       applyChanges / runBlocks (Inbox.takeAll), performSignalledSources (SignalStack.popAll,
  *                         signalled.exchange(false) then perform), waitForEvents (isWaiting = true, re-check
- *                         everything, epoll_wait), Poller.finishWaiting (isWaiting = false, drain, pending = false)
+ *                         everything, epoll_wait), Poller.finishWaiting (isWaiting = false, pending = false)
+ *
+ * The eventfd is edge-triggered and never read by the loop: each write queues one report in the epoll set, which
+ * the next epoll_wait returns (blocking or not) and so consumes; the counter's value plays no part.
  *
  * Every shared variable is one of the code's sequentially consistent atomics (or mutex-protected), so Promela's
  * interleaving semantics is exact for it. Checked properties:
@@ -43,7 +46,7 @@ bool stopRequested = false;
 /* The poller. */
 bool isWaiting = false;
 bool wakeUpPending = false;
-byte eventfd = 0;
+bool eventfdReport = false;   /* a write's report, queued in the epoll set until an epoll_wait returns it */
 /* Bookkeeping. */
 byte ran = 0;
 byte producersDone = 0;
@@ -53,7 +56,7 @@ inline wakeIfSleeping() {
     if
     :: isWaiting ->
         if
-        :: atomic { !wakeUpPending -> wakeUpPending = true }; eventfd++
+        :: atomic { !wakeUpPending -> wakeUpPending = true }; eventfdReport = true
         :: atomic { wakeUpPending -> skip }   /* another waker owns this sleep's one write */
         fi
     :: else -> skip
@@ -149,13 +152,12 @@ active proctype Loop() {
        :: block ->
            loopAsleep = true;
 end_asleep:
-           eventfd > 0;     /* epoll_wait(-1) returns when the eventfd is readable */
+           atomic { eventfdReport -> eventfdReport = false }  /* epoll_wait(-1) returns the queued report */
            loopAsleep = false
-       :: else -> skip      /* epoll_wait(0) */
+       :: else -> eventfdReport = false   /* epoll_wait(0) returns a report queued by then, if any */
        fi;
        /* Poller.finishWaiting */
        isWaiting = false;
-       eventfd = 0;
        wakeUpPending = false
     od;
     /* property 3: every block ran, or waits in the inbox for the next run */
