@@ -7,9 +7,10 @@
  *   signalling a source   LoopSource.signal (signalled.exchange(true)), SignalStack.push, Poller.wakeIfSleeping
  *   stopping              Loop.stop (stopRequested = true), Poller.wakeIfSleeping
  *   waking                Poller.wakeIfSleeping: isWaiting? then wakeUpPending.exchange(true)? then eventfd write
- *   the loop's pass       applyChanges / runBlocks (Inbox.takeAll), performSignalledSources (SignalStack.popAll,
- *                         signalled.exchange(false) then perform), waitForEvents (isWaiting = true, re-check
- *                         everything, epoll_wait), Poller.finishWaiting (isWaiting = false, pending = false)
+ *   the loop's pass       applyChanges / runBlocks (Inbox.takeBlocksUnlessChanged or takeAll),
+ *                         performSignalledSources (SignalStack.popAll, signalled.exchange(false) then perform),
+ *                         waitForEvents (isWaiting = true, re-check everything, epoll_wait), Poller.finishWaiting
+ *                         (isWaiting = false, pending = false)
  *
  * The eventfd is edge-triggered and never read by the loop: each write queues one report in the epoll set, which
  * the next epoll_wait returns (blocking or not) and so consumes; the counter's value plays no part.
@@ -108,7 +109,7 @@ active proctype Loop() {
     byte taken;
     bool block;
     do
-    :: /* steps 0, 3, 5, 10: take the inbox's blocks and run them (Inbox.takeAll) */
+    :: /* steps 0, 3, 5, 10: take the inbox's blocks and run them (Inbox.takeBlocksUnlessChanged / takeAll) */
        if
        :: hasEntries ->
            atomic { !inboxLocked -> inboxLocked = true };
