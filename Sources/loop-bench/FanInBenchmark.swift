@@ -132,15 +132,19 @@ private let receiveFanInCall: @convention(c) (Int) -> Void = { packed in
 
 /// What the consumer saw. Touched on the consumer's thread only (and read by the main thread after `done` or a
 /// later block, which orders the accesses), except `released`, which the producers stamp.
+///
+/// The fields are `@exclusivity(unchecked)`: the one thread that writes them makes every access exclusive, and the
+/// dynamic checks Swift makes otherwise (`swift_beginAccess`, four per call, ~105 instructions) would be timed as
+/// part of the loop's cost, where the C peers' tally is plain increments.
 private final class Tally: @unchecked Sendable {
     let total: Int
-    var received = 0
+    @exclusivity(unchecked) var received = 0
     /// Closures that were not the next one expected from their producer (its count of closures received so far).
-    var reordered = 0
-    var receivedPerProducer: [Int]
+    @exclusivity(unchecked) var reordered = 0
+    @exclusivity(unchecked) var receivedPerProducer: [Int]
     /// The earliest time a producer was released by the gate: the clock's start.
     let released = Atomic<Int64>(.max)
-    var end: Int64 = 0
+    @exclusivity(unchecked) var end: Int64 = 0
     let done = WaitCounter()
 
     init(producers: Int, total: Int) {
