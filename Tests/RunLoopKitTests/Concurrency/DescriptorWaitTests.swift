@@ -140,8 +140,7 @@ struct DescriptorWaitTests {
         let file = mkstemp(&template)
         try #require(file >= 0)
         unlink(template)
-        #expect(dup2(file, pipe.readEnd) == pipe.readEnd)
-        close(file)
+        #expect(moveDescriptor(file, onto: pipe.readEnd))
         release.set()
         // The loop removes the old registration (EPERM from epoll: not in the set) without trapping.
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))

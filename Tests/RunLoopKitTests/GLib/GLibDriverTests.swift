@@ -175,14 +175,12 @@ struct GLibDriverTests {
         let context = Box(Int(bitPattern: driving.context))
         let reused = driving.onThread { () -> Bool in
             // On the loop's thread, in one pass: drop the watch, close the pipe, make a pipe on the same number.
-            // dup2 does the last two in one step: a test running in parallel, which takes the lowest free numbers,
-            // never gets the number in between (and then loses its descriptor to the dup2).
+            // The last two in one step (`moveDescriptor`), so no parallel test takes the number in between.
             let glib = GLibTesting.calls!
             let target = OpaquePointer(bitPattern: context.value!)
             firstWatch.value!.destroy()
             var ends: [CInt] = [0, 0]
-            guard pipe(&ends) == 0, dup2(ends[0], number) == number else { return false }
-            close(ends[0])
+            guard pipe(&ends) == 0, moveDescriptor(ends[0], onto: number) else { return false }
             close(first.writeEnd)
             second.value = ends[1]
             glib.addDescriptorWatch(target, descriptor: number, condition: 1) { _ in
@@ -229,10 +227,9 @@ struct GLibDriverTests {
         let reused = driving.onThread { () -> Bool in
             firstWatch.value!.destroy()
             duplicate.value = dup(number)  // The old pipe lives on.
-            // dup2 closes the number and puts a new pipe on it in one step, so no parallel test takes it in between.
+            // Closed and given a new pipe in one step (`moveDescriptor`).
             var ends: [CInt] = [0, 0]
-            guard pipe(&ends) == 0, dup2(ends[0], number) == number else { return false }
-            close(ends[0])
+            guard pipe(&ends) == 0, moveDescriptor(ends[0], onto: number) else { return false }
             second.value = ends[1]
             GLibTesting.calls!.addDescriptorWatch(context.pointer, descriptor: number, condition: 1) { _ in
                 var byte: UInt8 = 0

@@ -57,8 +57,7 @@ extension ModelRealLoop {
             // dup2 closes the old file and puts the new one at its number in one step: no other thread of the test
             // process can take the number in between.
             let (end, peer) = Self.descriptorPair(slot: slot)
-            precondition(dup2(end, watched[slot]) == watched[slot], "dup2 failed: errno \(errno)")
-            close(end)
+            precondition(moveDescriptor(end, onto: watched[slot]), "dup2 failed: errno \(errno)")
             if peers[slot] >= 0 { close(peers[slot]) }
             peers[slot] = peer
         case .hangUp(let slot):

@@ -129,6 +129,19 @@ final class Pipe: Sendable {
     }
 }
 
+/// Puts the file `descriptor` names at `number`, which the caller still holds open, and closes `descriptor`:
+/// afterwards `number` names the new file and the old one is closed there. Answers whether `dup2` succeeded.
+///
+/// One `dup2` closes the old file and fills the number in one step. Tests run in parallel in one process, and a new
+/// descriptor takes the lowest free number: closing `number` first would let another test's new loop take it for its
+/// epoll set between the two calls, and lose it to the `dup2` (see Docs/Reliability.md, "How it is tested").
+@discardableResult
+func moveDescriptor(_ descriptor: CInt, onto number: CInt) -> Bool {
+    guard dup2(descriptor, number) == number else { return false }
+    close(descriptor)
+    return true
+}
+
 /// The number of open descriptors of this process.
 func openDescriptorCount() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1

@@ -274,8 +274,7 @@ import Testing
             // can take the number in between).
             let new = Pipe()
             let number = old.readEnd
-            precondition(dup2(new.readEnd, number) == number)
-            Glibc.close(new.readEnd)
+            precondition(moveDescriptor(new.readEnd, onto: number))
             let newSource = try! FileDescriptorSource(descriptor: number) { _ in
                 calls.append("new")
                 var buffer = [UInt8](repeating: 0, count: 64)
@@ -310,8 +309,7 @@ import Testing
             let source = try! FileDescriptorSource(descriptor: number, events: []) { outcome.append("called \($0)") }
             try! loop.add(source)
             let new = Pipe()
-            precondition(dup2(new.readEnd, number) == number)  // Atomic: no parallel test takes the number.
-            Glibc.close(new.readEnd)
+            precondition(moveDescriptor(new.readEnd, onto: number))
             new.write()  // The new file is readable: watching it in the old source's place would call the handler.
             source.events = .readable
             outcome.append(
@@ -339,8 +337,7 @@ import Testing
             loop.run(in: .default, for: .milliseconds(50))
             // The old read end is closed by putting a new pipe's read end on its number; no source watches it.
             let new = Pipe()
-            precondition(dup2(new.readEnd, number) == number)
-            Glibc.close(new.readEnd)
+            precondition(moveDescriptor(new.readEnd, onto: number))
             new.write()
             results.append("\(loop.run(in: "other", for: .milliseconds(200), returnAfterSourceHandled: true))")
             results.append("\(oldSource.isValid)")

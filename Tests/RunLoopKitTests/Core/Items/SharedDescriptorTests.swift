@@ -285,8 +285,7 @@ import Testing
                 try! loop.add(first)
                 try! loop.add(second)
                 let new = Pipe()
-                precondition(dup2(new.readEnd, number) == number)  // Atomic: no parallel test takes the number.
-                Glibc.close(new.readEnd)
+                precondition(moveDescriptor(new.readEnd, onto: number))
                 new.write()
                 var newcomer: FileDescriptorSource?
                 if noticedBy == "events change" {
