@@ -9,6 +9,8 @@ let package = Package(
     name: "RunLoopKit",
     products: [
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
+        // Opt-in: Linux services (signals, child exits, file changes, memory pressure, systemd, graceful shutdown).
+        .library(name: "RunLoopKitServices", targets: ["RunLoopKitServices"]),
         // Opt-in: an async entry point's main actor served by Loop.main (tracks a Swift runtime hook; see its docs).
         .library(name: "RunLoopKitAsyncMain", targets: ["RunLoopKitAsyncMain"]),
         // Opt-in: the GLib bridge, both ways (GLib is loaded at run time: building needs no GLib; see its docs).
@@ -21,29 +23,44 @@ let package = Package(
         // What Swift's Glibc module leaves out (the epoll, eventfd, timerfd and pidfd calls), libdispatch's main-queue
         // hooks, and the signal relay, whose handler must be async-signal-safe C.
         .target(name: "CRunLoopShims", cSettings: [.define("RUNLOOPKIT_FAULT_INJECTION", .when(configuration: .debug))]),
+        // The system layer: one wrapper per Glibc call (EINTR retried, errno typed), the library's lock and its trap.
+        // Every declaration is `package`: each product uses these wrappers, none writes its own, and no user sees them.
+        .target(
+            name: "RunLoopKitSystem",
+            dependencies: ["CRunLoopShims"],
+            swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
+        ),
+        // The CFRunLoop model and the helpers built on it: loops, modes, items, runs, the concurrency bridge.
         .target(
             name: "RunLoopKit",
-            dependencies: ["CRunLoopShims"],
+            dependencies: ["RunLoopKitSystem", "CRunLoopShims"],
             exclude: ["Core/Parts/WakeUpHandshake.pml"],  // The handshake's spin model, checked by scripts/check-handshake.sh.
+            swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
+        ),
+        // Linux services on the core's sources: signals, child exits, file changes, memory pressure, systemd's
+        // notify and watchdog, graceful shutdown.
+        .target(
+            name: "RunLoopKitServices",
+            dependencies: ["RunLoopKit", "RunLoopKitSystem", "CRunLoopShims"],
             swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
         // Installs the Swift runtime's async-main drain hook before main(): C, for the hook's calling convention.
         .target(name: "CRunLoopKitAsyncMain"),
         .target(
             name: "RunLoopKitAsyncMain",
-            dependencies: ["RunLoopKit", "CRunLoopKitAsyncMain"],
+            dependencies: ["RunLoopKit", "RunLoopKitSystem", "CRunLoopKitAsyncMain"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
-        // Our own declarations of the few GLib types and signatures the bridge uses (no GLib header), and epoll.
+        // Our own declarations of the few GLib types and signatures the bridge uses (no GLib header).
         .target(name: "CRunLoopKitGLib"),
         .target(
             name: "RunLoopKitGLib",
-            dependencies: ["RunLoopKit", "CRunLoopKitGLib"],
+            dependencies: ["RunLoopKit", "RunLoopKitSystem", "CRunLoopShims", "CRunLoopKitGLib"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
             name: "loop-demo",
-            dependencies: ["RunLoopKit", "RunLoopKitGLib"],
+            dependencies: ["RunLoopKit", "RunLoopKitServices", "RunLoopKitGLib"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // A seedable random number generator for the benchmark, the soak and the tests (no product exports it).
@@ -57,14 +74,14 @@ let package = Package(
         // exactly-once, descriptor, thread and memory checks (scripts/soak.sh; Docs/Reliability.md, "Soak").
         .executableTarget(
             name: "loop-soak",
-            dependencies: ["RunLoopKit", "SplitMix64"],
+            dependencies: ["RunLoopKit", "RunLoopKitServices", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // What only the process's real main thread can show (the main queue and main actor on Loop.main): a test
         // executable that RunLoopKitTests runs in child processes.
         .executableTarget(
             name: "main-loop-check",
-            dependencies: ["RunLoopKit"],
+            dependencies: ["RunLoopKit", "RunLoopKitSystem"],
             path: "Tests/main-loop-check",
             swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
@@ -86,7 +103,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "RunLoopKitGLib", "SplitMix64", "main-loop-check", "glib-check", "loop-demo"],
+            dependencies: [
+                "RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "RunLoopKitGLib", "SplitMix64",
+                "main-loop-check", "glib-check", "loop-demo",
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

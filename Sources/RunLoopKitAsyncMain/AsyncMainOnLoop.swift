@@ -1,6 +1,7 @@
 // Tracks a Swift runtime interface that is not public API: see Sources/CRunLoopKitAsyncMain/AsyncMainDrainHook.c.
 import CRunLoopKitAsyncMain
 import RunLoopKit
+import RunLoopKitSystem
 
 /// Serves an `async` entry point's main actor from ``Loop/main`` on the real main thread.
 ///

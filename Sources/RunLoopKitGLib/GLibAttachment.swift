@@ -1,5 +1,6 @@
 import CRunLoopKitGLib
 import RunLoopKit
+import RunLoopKitSystem
 import Synchronization
 
 /// A loop running inside a GLib main context: a `GSource` of GLib's whose dispatch runs one pass of the loop. Made by

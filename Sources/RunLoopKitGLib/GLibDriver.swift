@@ -1,5 +1,6 @@
 import CRunLoopKitGLib
 import RunLoopKit
+import RunLoopKitSystem
 import Synchronization
 
 /// A GLib main context driven by a loop: GLib's timeouts, idles, descriptor watches, child watches and GIO's

@@ -1,6 +1,8 @@
 import CRunLoopKitGLib
+import CRunLoopShims
 import Glibc
 import RunLoopKit
+import RunLoopKitSystem
 
 /// The descriptors GLib asked to poll in the current iteration, kept in an epoll set of the bridge's own, which the
 /// loop watches with one descriptor source. Loop thread only (``GLibDriver`` uses it).
@@ -66,15 +68,15 @@ final class GLibPollSet {
         self.mode = mode
         self.onReady = onReady
         let made: CInt
-        switch PollSetEpoll.create() {
-        case .success(let set): made = set
-        case .failure(let failure):
-            throw GLibError(.loopRefused, message: "making the epoll set for GLib's descriptors: \(failure)")
+        do {
+            made = try Epoll.create()
+        } catch {
+            throw GLibError(.loopRefused, message: "making the epoll set for GLib's descriptors: \(error)")
         }
         do {
             source = try Self.watch(made, on: loop, in: mode, onReady: onReady)
         } catch {
-            Glibc.close(made)
+            FileDescriptorCalls.close(made)
             throw error
         }
         descriptor = made
@@ -84,7 +86,7 @@ final class GLibPollSet {
     /// Stops watching and closes the set. Loop thread only; once.
     func close() {
         source.invalidate()
-        Glibc.close(descriptor)
+        FileDescriptorCalls.close(descriptor)
         reports.deallocate()
     }
 
@@ -129,7 +131,8 @@ final class GLibPollSet {
     /// Writes into `records` (the ones last given to ``update(_:count:)``) the conditions that hold now, as
     /// `poll(2)` would have: one `epoll_wait` that does not wait, then the refused descriptors' fixed answers.
     func collect(into records: UnsafeMutablePointer<RLKGPollFD>, count: Int) {
-        let ready = PollSetEpoll.poll(descriptor, into: reports)
+        // Only a bug can make the set's own wait fail (a closed set, a bad buffer): then nothing is ready.
+        let ready = (try? Epoll.wait(descriptor, into: reports, timeoutMilliseconds: 0)) ?? 0
         for index in 0..<ready {
             let report = reports[index]
             let tag = report.data.u64
@@ -157,8 +160,7 @@ final class GLibPollSet {
 
     /// Keeps `entry`, watching `events` now; re-adds its number if it names another file than the set holds.
     private func keep(_ entry: Entry, events: UInt16) {
-        switch PollSetEpoll.control(descriptor, EPOLL_CTL_MOD, entry.descriptor, events: UInt32(events), tag: entry.tag)
-        {
+        switch Self.errno(of: try Epoll.modify(descriptor, entry.descriptor, events: Epoll.Events(rawValue: UInt32(events)), data: entry.tag)) {
         case 0: nextEntries.append(Entry(descriptor: entry.descriptor, events: events, generation: entry.generation))
         case ENOENT: add(entry.descriptor, events: events)  // Closed, and the number reused: watch the new file.
         case EPERM: refuse(entry.descriptor, revents: events & (Self.input | Self.output))  // Now a regular file.
@@ -170,13 +172,13 @@ final class GLibPollSet {
     private func add(_ number: CInt, events: UInt16) {
         generation &+= 1
         let entry = Entry(descriptor: number, events: events, generation: generation)
-        switch PollSetEpoll.control(descriptor, EPOLL_CTL_ADD, number, events: UInt32(events), tag: entry.tag) {
+        switch Self.errno(of: try Epoll.add(descriptor, number, events: Epoll.Events(rawValue: UInt32(events)), data: entry.tag)) {
         case 0:
             nextEntries.append(entry)
         case EEXIST:
             // The set still holds this very file under this number, from an entry a failed removal left behind:
             // take it over under the new tag.
-            let status = PollSetEpoll.control(descriptor, EPOLL_CTL_MOD, number, events: UInt32(events), tag: entry.tag)
+            let status = Self.errno(of: try Epoll.modify(descriptor, number, events: Epoll.Events(rawValue: UInt32(events)), data: entry.tag))
             if status == 0 { nextEntries.append(entry) } else { refuse(number, revents: Self.invalid) }
         case EPERM:
             refuse(number, revents: events & (Self.input | Self.output))  // A regular file or a directory.
@@ -195,7 +197,18 @@ final class GLibPollSet {
     /// Takes `entry` out of the set. A descriptor closed meanwhile is already out (or an orphan, see
     /// ``collect(into:count:)``): its failure needs nothing.
     private func remove(_ entry: Entry) {
-        _ = PollSetEpoll.control(descriptor, EPOLL_CTL_DEL, entry.descriptor, events: 0, tag: 0)
+        _ = Self.errno(of: try Epoll.remove(descriptor, entry.descriptor))
+    }
+
+    /// 0 when `change` succeeds, else the `errno` it failed with: each caller decides what a failure means for a GLib
+    /// descriptor.
+    private static func errno(of change: @autoclosure () throws(SystemError) -> Void) -> CInt {
+        do {
+            try change()
+            return 0
+        } catch {
+            return error.errno
+        }
     }
 
     private func refuse(_ number: CInt, revents: UInt16) {
@@ -206,13 +219,13 @@ final class GLibPollSet {
     /// the old set when a new one cannot be made or watched: the orphan's next report tries again.
     private func startOver() {
         orphanReported = false
-        guard case .success(let fresh) = PollSetEpoll.create() else { return }
+        guard let fresh = try? Epoll.create() else { return }
         guard let freshSource = try? Self.watch(fresh, on: loop, in: mode, onReady: onReady) else {
-            Glibc.close(fresh)
+            FileDescriptorCalls.close(fresh)
             return
         }
         source.invalidate()
-        Glibc.close(descriptor)
+        FileDescriptorCalls.close(descriptor)
         descriptor = fresh
         source = freshSource
         entries.removeAll(keepingCapacity: true)

@@ -1,4 +1,5 @@
 import RunLoopKit
+import RunLoopKitSystem
 
 /// The GLib bridge, both ways: a loop inside a GLib main loop (``attachToGLib(context:mode:priority:)``), and a GLib
 /// main context inside a loop (``driveGLib(context:mode:)``). GLib is loaded at run time; see ``GLibError``.

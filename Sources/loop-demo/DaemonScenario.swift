@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopKitServices
 
 /// A small service as systemd runs one: readiness and status sent to the notify socket (a stand-in socket when the
 /// demo is not under systemd), watchdog keep-alives from the main loop's own passes, a stats timer that does not

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopKitServices
 import SplitMix64
 import Synchronization
 

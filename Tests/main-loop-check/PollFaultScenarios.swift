@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopKitSystem
 
 // The main loop's look at Dispatch's main-queue eventfd (`poll(2)`, made only on the main thread, when a run that
 // the main queue does not keep alive finds its mode otherwise empty) made to fail through the syscall layer's

@@ -1,5 +1,5 @@
-// What RunLoopKitGLib needs from C: epoll (which Swift's Glibc module leaves out) and its own declarations of the few
-// GLib types and function signatures the bridge uses.
+// What RunLoopKitGLib needs from C: its own declarations of the few GLib types and function signatures the bridge
+// uses. (Its epoll calls are the system layer's, RunLoopKitSystem, on CRunLoopShims.)
 //
 // GLib is not included here, and not linked: the bridge loads libglib-2.0.so.0 with dlopen at run time and looks its
 // functions up with dlsym (see GLibLibrary.swift), so that `swift build` needs no GLib headers. The declarations below
@@ -10,7 +10,6 @@
 #define C_RUNLOOPKIT_GLIB_H
 
 #include <stdint.h>
-#include <sys/epoll.h>
 
 // MARK: Values
 

@@ -50,7 +50,7 @@ extension Loop {
     }
 
     /// What waits on a loop whose thread exited throw.
-    static var terminatedError: LoopError {
+    package static var terminatedError: LoopError {
         LoopError(.loopTerminated, message: "the loop's thread has exited")
     }
 }

@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 /// One suspended task waiting for one thing a loop will do (run a block, fire a timer, report a descriptor): the
@@ -7,7 +8,7 @@ import Synchronization
 /// Threading: every method is safe from any thread. The state is guarded by a ``Locked`` (a pthread mutex, so
 /// ThreadSanitizer sees it; see Locked.swift for why not `Synchronization.Mutex`); the continuation is resumed and
 /// the cleanup runs after the lock is released, so neither can re-enter it.
-final class LoopWaiter<Value: Sendable>: Sendable {
+package final class LoopWaiter<Value: Sendable>: Sendable {
     private enum State {
         /// Created; the continuation is not installed yet.
         case notStarted
@@ -28,7 +29,7 @@ final class LoopWaiter<Value: Sendable>: Sendable {
     /// A task cancelled before the call throws `CancellationError` without calling `setUp`. `setUp` runs once,
     /// synchronously, with the continuation installed: it puts the item in the loop, calls ``setCleanup(_:)``
     /// after adding it, and reports errors with ``finish(_:)``.
-    static func wait(_ setUp: (LoopWaiter<Value>) -> Void) async throws -> Value {
+    package static func wait(_ setUp: (LoopWaiter<Value>) -> Void) async throws -> Value {
         try Task.checkCancellation()
         let waiter = LoopWaiter<Value>()
         return try await withTaskCancellationHandler {
@@ -59,7 +60,7 @@ final class LoopWaiter<Value: Sendable>: Sendable {
     /// Records how to take the waiter's item out of the loop. Call it once the item was added (never while the
     /// add may still be in progress, so removal never races the add). If the waiter already finished, runs
     /// `cleanup` at once.
-    func setCleanup(_ cleanup: @escaping @Sendable () -> Void) {
+    package func setCleanup(_ cleanup: @escaping @Sendable () -> Void) {
         let alreadyFinished = state.withLock { state -> Bool in
             guard case .waiting(let continuation, .none) = state else { return true }
             state = .waiting(continuation, cleanup: cleanup)
@@ -70,7 +71,7 @@ final class LoopWaiter<Value: Sendable>: Sendable {
 
     /// Claims the work for the loop: from now on cancellation waits for its result. Answers false if the waiter
     /// already finished (cancelled, say): the work must then be skipped.
-    func claim() -> Bool {
+    package func claim() -> Bool {
         state.withLock { state in
             guard case .waiting(let continuation, _) = state else { return false }
             state = .running(continuation)
@@ -79,7 +80,7 @@ final class LoopWaiter<Value: Sendable>: Sendable {
     }
 
     /// Resumes the task with `result` unless it was resumed already; runs the cleanup first. Any thread.
-    func finish(_ result: Result<Value, any Error>) {
+    package func finish(_ result: Result<Value, any Error>) {
         let (continuation, cleanup) = state.withLock {
             state -> (CheckedContinuation<Value, any Error>?, (@Sendable () -> Void)?) in
             switch state {

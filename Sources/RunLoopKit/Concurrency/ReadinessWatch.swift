@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// The engine of one ``DescriptorReadiness`` iteration: a descriptor source that is in its mode only while a
 /// `next()` waits, and the state machine that resumes each `next()` exactly once.
 ///

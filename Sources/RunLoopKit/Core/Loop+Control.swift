@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopKitSystem
 import Synchronization
 
 extension Loop {

@@ -1,5 +1,6 @@
 import CRunLoopShims
 import Glibc
+import RunLoopKitSystem
 
 /// Descriptor sources (``FileDescriptorSource``): their registrations in the loop's epoll set (level-triggered, one
 /// per descriptor number and open file, shared by every source of the loop watching that file, tagged so a stale

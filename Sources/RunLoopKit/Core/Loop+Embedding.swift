@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// Driving a loop from another event loop (GLib, SwiftNIO, a plain `poll()` loop) on the loop's own thread, as
 /// libuv's `uv_backend_fd` and `UV_RUN_NOWAIT` allow.
 ///

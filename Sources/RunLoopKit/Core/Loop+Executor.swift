@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// A loop as the serial executor of actors: their jobs run on the loop's thread, at the block points of its passes.
 ///
 /// Threading: ``enqueue(_:)`` is called by the concurrency runtime from any thread; jobs run on the loop's thread

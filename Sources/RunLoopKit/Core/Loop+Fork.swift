@@ -1,5 +1,6 @@
 import CRunLoopShims
 import Glibc
+import RunLoopKitSystem
 import Synchronization
 
 /// What `fork()` does to loops: the child gets copies of the parent's loops, whose epoll set, eventfd and timerfd

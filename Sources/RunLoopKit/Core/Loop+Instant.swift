@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 extension Loop {
     /// A point in time on `CLOCK_MONOTONIC`, the clock every loop deadline uses.
     ///

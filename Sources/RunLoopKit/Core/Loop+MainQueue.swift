@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 /// The main loop's service of Dispatch's main queue, as CF's main run loop does it.

@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// Loop metrics: passes, time asleep and awake, the longest pass and what was handled, readable from any thread
 /// without a lock, as libuv's `uv_metrics_info` and `uv_metrics_idle_time` and Node's event-loop utilisation.
 extension Loop {

@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// Keeping the figures of ``metrics`` and calling the pass handler: the loop's thread counts callouts where it makes
 /// them (``MetricsCells/bump(_:)``, in the file of their step), and changes phase and ends passes here. A pass's end
 /// reuses the reading the exit checks take anyway; a change of phase (a sleep's start and end, an outermost run's

@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// Rate limits (``RateLimit``): a custom source, descriptor source or timer whose handler would be called more than
 /// its burst within its interval is paused until the interval's window ends (sd-event's ratelimited state). The
 /// pass checks an item's ``LoopItem/appliedRateLimiter`` before each handler call (one load and a branch for an item

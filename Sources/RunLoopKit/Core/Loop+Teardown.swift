@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// A loop's end: when its thread exits, the registry's destructor tears it down (CF's `__CFFinalizeRunLoop`).
 extension Loop {
     /// Called by the registry when the owning thread exits: removes every item, drops blocks, closes descriptors.

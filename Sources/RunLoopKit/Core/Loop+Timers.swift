@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// Timers: every step of a ``LoopTimer`` and a one-shot callback from scheduling to firing, as libuv keeps its
 /// timers in one file. A scheduled timer sits in the timer table's heap, keyed by its latest fire time; the loop
 /// arms its timerfd for the first key before it sleeps (at most once per sleep), and fires what is due at step 9 of

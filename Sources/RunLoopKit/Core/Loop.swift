@@ -1,5 +1,6 @@
 import CRunLoopShims
 import Glibc
+import RunLoopKitSystem
 import Synchronization
 
 /// A run loop: one per thread, created on first use, that sleeps in `epoll_wait` until a source is signalled,

@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// A mutable value confined to one loop's thread, in a `Sendable` box: state that several `@Sendable` handlers of
 /// that loop share, with no `@unchecked Sendable` and no lock (SwiftNIO's `NIOLoopBoundBox`).
 ///

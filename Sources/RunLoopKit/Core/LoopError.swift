@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopKitSystem
 
 /// An error from RunLoopKit: what went wrong, and for a failed system call the call and its `errno`.
 ///
@@ -77,7 +78,7 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "LoopError.\(code): \(message)" }
 
     /// A system call failure, classified when its `errno` has a meaning of its own here.
-    init(_ error: SystemError, context: String) {
+    package init(_ error: SystemError, context: String) {
         let code: Code =
             switch error.errno {
             case EBADF: .badDescriptor

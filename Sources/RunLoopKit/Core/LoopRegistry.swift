@@ -1,5 +1,6 @@
 import CRunLoopShims
 import Glibc
+import RunLoopKitSystem
 import Synchronization
 
 /// The thread-keyed registry: each thread's loop lives in a pthread thread-specific slot, created on first use.

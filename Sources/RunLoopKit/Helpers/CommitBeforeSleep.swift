@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 /// Updates marked during a pass, coalesced and committed once just before the loop sleeps, and when a run

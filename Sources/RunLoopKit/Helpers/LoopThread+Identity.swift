@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 extension LoopThread {
     /// The most bytes of a thread name the kernel keeps (16 with the terminating zero).
     static let maximumNameLength = 15

@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopKitSystem
 
 extension LoopThread {
     /// A counting semaphore on Glibc's `sem_t`: one thread waits, another posts. Safe from any thread.

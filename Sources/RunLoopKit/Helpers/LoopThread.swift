@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopKitSystem
 import Synchronization
 
 /// A named thread that runs its own loop until stopped: CF's keep-alive worker thread (a port in the mode and

@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 /// Heavy work spread over a loop's passes: a queue of tasks that runs at most ``tasksPerPass`` of them (or at

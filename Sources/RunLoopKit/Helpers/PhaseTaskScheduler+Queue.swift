@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 extension PhaseTaskScheduler {

@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 /// Runs closures at a chosen phase of a loop's pass, in chosen modes: at the end of the current pass (before the

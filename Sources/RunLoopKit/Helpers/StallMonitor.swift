@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// A watchdog that reports when a loop stays busy, without going back to sleep, for longer than a threshold:
 /// the main-thread hang monitor known from Apple platforms, built on observers and a ``LoopThread``.
 ///

@@ -1,6 +1,6 @@
 import Glibc
-
 @testable import RunLoopKit
+import RunLoopKitSystem
 
 /// An actor isolated to a loop's thread, in the loop's common modes (or the modes of `executor`, when given).
 /// Records its calls in order, with whether each ran on the loop's thread.

@@ -30,6 +30,8 @@ struct DocumentationExample: Sendable, CustomTestStringConvertible {
 
     /// Whether the block is an `async` main served by `Loop.main`, which links the `RunLoopKitAsyncMain` product.
     var usesAsyncMainProduct: Bool { code.split(separator: "\n").contains("import RunLoopKitAsyncMain") }
+    /// Whether the block imports the opt-in services product (signals, child exits, systemd, ...).
+    var usesServicesProduct: Bool { code.split(separator: "\n").contains("import RunLoopKitServices") }
 
     /// The `"…"` strings that directly follow `marker` in the code.
     private func quoted(after marker: String) -> [String] {
@@ -170,13 +172,15 @@ struct ExampleBuilder: Sendable {
         return nil
     }
 
-    /// The object files to link: the library and its C shims, plus the opt-in async-main product when asked for.
+    /// The object files to link: the library, its system layer and C shims, plus the opt-in services and async-main
+    /// products when asked for.
     ///
     /// Taken from the link list SwiftPM wrote for a product that links them (the test bundle's own, or
     /// async-main-check's), not from the folders: a folder keeps the objects of source files renamed or deleted
     /// since, which would link twice.
-    func objects(asyncMain: Bool) throws -> [String] {
-        var folders = ["RunLoopKit.build", "CRunLoopShims.build"]
+    func objects(asyncMain: Bool, services: Bool) throws -> [String] {
+        var folders = ["RunLoopKit.build", "RunLoopKitSystem.build", "CRunLoopShims.build"]
+        if services { folders.append("RunLoopKitServices.build") }
         if asyncMain { folders += ["RunLoopKitAsyncMain.build", "CRunLoopKitAsyncMain.build"] }
         let product = asyncMain ? "async-main-check" : "RunLoopKitPackageTests"
         let list = buildFolder.appendingPathComponent("\(product).product/Objects.LinkFileList")
@@ -192,7 +196,7 @@ struct ExampleBuilder: Sendable {
     }
 
     /// The `swiftc` arguments that build `source` into `executable` in Swift 6 language mode.
-    func compilerArguments(source: URL, executable: URL, asyncMain: Bool) throws -> [String] {
+    func compilerArguments(source: URL, executable: URL, asyncMain: Bool, services: Bool) throws -> [String] {
         let build = buildFolder.path
         let shimsHeaders = DocumentationExamples.packageRoot.appendingPathComponent("Sources/CRunLoopShims/include")
         var arguments = [
@@ -204,7 +208,7 @@ struct ExampleBuilder: Sendable {
             arguments += ["-Xcc", "-fmodule-map-file=\(build)/CRunLoopKitAsyncMain.build/module.modulemap"]
         }
         if let sanitizer { arguments.append("-sanitize=\(sanitizer)") }
-        return arguments + (try objects(asyncMain: asyncMain)) + ["-o", executable.path]
+        return arguments + (try objects(asyncMain: asyncMain, services: services)) + ["-o", executable.path]
     }
 
     /// Writes `example` as `main.swift` in `folder`, compiles it, and answers the executable, or a failure with the
@@ -214,7 +218,8 @@ struct ExampleBuilder: Sendable {
         try example.program.write(to: source, atomically: true, encoding: .utf8)
         let executable = folder.appendingPathComponent("example")
         let arguments = try compilerArguments(
-            source: source, executable: executable, asyncMain: example.usesAsyncMainProduct)
+            source: source, executable: executable, asyncMain: example.usesAsyncMainProduct,
+            services: example.usesServicesProduct)
         let outcome = try await Self.run(swiftc, arguments: arguments, in: folder, deadline: .seconds(300))
         guard outcome.status == 0 else {
             throw Failure(

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunLoopKit
+@testable import RunLoopKitServices
 import Testing
 
 /// The figures for the docs, printed under `RUNLOOPKIT_TEST_FIGURES=1` (``TestFigures``): child-exit latency, and the

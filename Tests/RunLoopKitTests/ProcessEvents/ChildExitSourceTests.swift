@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunLoopKit
+@testable import RunLoopKitServices
 import Synchronization
 import Testing
 

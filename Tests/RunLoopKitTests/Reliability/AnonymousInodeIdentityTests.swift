@@ -1,7 +1,7 @@
 import Glibc
-import Testing
-
 @testable import RunLoopKit
+import RunLoopKitSystem
+import Testing
 
 /// A source's file identity (device and inode, `FileIdentity`) cannot tell two anonymous-inode files apart: every
 /// eventfd, epoll set, timerfd and signalfd of the process shares one inode of the kernel's anon_inode mount (checked

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+@testable import RunLoopKitServices
 import Testing
 
 /// File-change sources: each kind of change with its name, on the loop's thread; moves paired by cookie; the

@@ -1,6 +1,6 @@
 import Glibc
-
 @testable import RunLoopKit
+import RunLoopKitSystem
 
 extension EventFD {
     /// Reads and resets an eventfd's counter: the sum of the writes since the last read, 0 when there were none.

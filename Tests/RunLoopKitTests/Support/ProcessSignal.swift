@@ -1,6 +1,6 @@
 import Glibc
-
 @testable import RunLoopKit
+import RunLoopKitSystem
 
 /// The calls tests send signals with, wrapped once (EINTR retried, errno as a `SystemError`).
 enum ProcessSignal {

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
-import Synchronization
-
 @testable import RunLoopKit
+import RunLoopKitSystem
+import Synchronization
 
 /// A thread-safe list of events, for asserting the order of callouts.
 final class Recorder<Element: Sendable>: Sendable {

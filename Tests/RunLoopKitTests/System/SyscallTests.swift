@@ -1,8 +1,8 @@
 import CRunLoopShims
 import Glibc
-import Testing
-
 @testable import RunLoopKit
+import RunLoopKitSystem
+import Testing
 
 /// The syscall layer against the real kernel: eventfd, timerfd, epoll, errors, and close-on-exec.
 @Suite struct SyscallTests {

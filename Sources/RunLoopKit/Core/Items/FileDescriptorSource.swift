@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopKitSystem
 import Synchronization
 
 /// Watches a file descriptor for readiness and calls a handler on the loop's thread (Linux's stand-in for CF's

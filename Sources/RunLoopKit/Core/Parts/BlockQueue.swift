@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// A first-in first-out queue of pending blocks, stored in fixed-size segments that are recycled through a
 /// ``BlockSegmentPool``: the inbox's queue (under its lock) and the loop's own (loop thread only).
 ///

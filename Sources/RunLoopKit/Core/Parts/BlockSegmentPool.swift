@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// Empty ``BlockSegment``s of one loop, kept for reuse: posts from other threads take them (with the inbox's lock
 /// held) when the inbox's last segment is full, and the loop gives back those it has emptied.
 ///

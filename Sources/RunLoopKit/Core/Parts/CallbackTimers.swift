@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// The loop's one-shot callbacks (``Loop/schedule(at:tolerance:in:_:)``): no object per callback, but a slot in a
 /// reusable table and an entry in a 4-ary min-heap of deadlines, so scheduling and cancelling allocate nothing (a
 /// closure's own context aside; a C function and its word have none) once the table has grown to the number of

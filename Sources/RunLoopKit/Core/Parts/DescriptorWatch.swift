@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// One registration of a descriptor number in a loop's epoll set, shared by every ``FileDescriptorSource`` of the
 /// loop that watches the open file the number names: the set is told the union of what they watch, and each report
 /// goes to those of them in the running mode.

@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopKitSystem
 
 /// The descriptor sources' entries of a loop's epoll set: which ``DescriptorWatch`` holds each descriptor number, and
 /// the `epoll_ctl` calls that change them.

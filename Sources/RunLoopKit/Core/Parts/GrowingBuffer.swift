@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// A growable array of `Element` in one ``HeapBlock``: it doubles with `realloc`, which moves a large block's pages
 /// instead of copying its bytes, so growing costs neither a copy of every element nor a fresh page fault for each
 /// page already in use (`Array` does both at each doubling).

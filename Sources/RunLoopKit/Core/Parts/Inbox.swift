@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 /// Which modes a block may run in.

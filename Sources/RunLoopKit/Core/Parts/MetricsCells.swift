@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 /// A loop's figures as other threads read them (``Loop/metrics``), written by the loop's thread alone.

@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// A loop's modes, by id and by name, and its common modes with the items added to ``Loop/Mode/common``. Loop
 /// thread only; other threads read the published summary (``PublishedModes``).
 struct ModeTable {

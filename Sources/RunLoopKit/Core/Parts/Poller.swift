@@ -1,5 +1,6 @@
 import CRunLoopShims
 import Glibc
+import RunLoopKitSystem
 import Synchronization
 
 /// A loop's three kernel objects: one epoll set, the wake-up eventfd and the timerfd, all close-on-exec.

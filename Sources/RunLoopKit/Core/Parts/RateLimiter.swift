@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 /// One item's rate limit (``RateLimit``): what was asked from any thread, whether the item is paused, and the loop's

@@ -1,3 +1,5 @@
+import RunLoopKitSystem
+
 /// A 4-ary min-heap of timers keyed by (latestFireTime fire time, sequence number), with each timer knowing its index.
 ///
 /// Insert, remove and reposition are O(log n); the earliest timer is O(1). Each entry carries its key next to the

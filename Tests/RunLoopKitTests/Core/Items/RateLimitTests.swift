@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+@testable import RunLoopKitServices
 import Synchronization
 import Testing
 

@@ -1,7 +1,7 @@
 import Glibc
-import Testing
-
 @testable import RunLoopKit
+import RunLoopKitSystem
+import Testing
 
 /// The lock-free table of live loops the `fork()` child handler walks: what is inserted is visited until removed, and
 /// threads inserting and removing at once never share a slot and reuse freed ones. The table is the

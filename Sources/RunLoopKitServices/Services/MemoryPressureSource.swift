@@ -1,0 +1,231 @@
+import Glibc
+import RunLoopKit
+import RunLoopKitSystem
+import Synchronization
+
+/// Calls a handler on a loop's thread when the process's memory pressure crosses a ``MemoryPressureTrigger``: tasks
+/// stalled on memory for at least the trigger's threshold within its window. The moment to drop caches, shed
+/// load, or say so in the logs, before the OOM killer decides for you.
+///
+/// Linux mechanism: pressure stall information (PSI, Linux 4.20+). The source opens the pressure file
+/// (`O_RDWR | O_NONBLOCK | O_CLOEXEC`), writes the trigger to it, and watches the descriptor with a
+/// ``FileDescriptorSource`` for ``FileDescriptorSource/Events/priority`` (`EPOLLPRI`), which the kernel raises
+/// when the trigger fires, at most once per window. The file is the process's cgroup's `memory.pressure` (cgroup
+/// v2) when it has one, so a service in a container or a systemd slice sees its own pressure, else the system's
+/// `/proc/pressure/memory` (see ``defaultPath()``); pass another path to watch another cgroup.
+///
+/// The trigger is armed from `init` on: a firing before the source is added, or while none of its modes runs, is
+/// reported once it runs. If the file goes away (its cgroup was removed: `EPOLLERR`), the handler gets
+/// ``Event/fileRemoved`` once and the source is invalid from then on. The descriptor is the source's: closed once
+/// nothing can use it (at invalidation, or right after a handler call that is under way then), which disarms the
+/// trigger.
+///
+/// Threading: `init`, ``invalidate()``, ``isValid`` and the loop's `add`/`remove`/`contains` are safe from any
+/// thread; the handler runs on the loop's thread with no RunLoopKit lock held and may invalidate its source. A
+/// source belongs to at most one loop, in any number of its modes; while in a loop, the loop keeps it alive.
+public final class MemoryPressureSource: Sendable {
+    /// What the handler is told.
+    public enum Event: Sendable, Hashable {
+        /// The trigger fired: stall time reached its threshold within its window.
+        case thresholdExceeded
+        /// The pressure file went away (its cgroup was removed): nothing more will come; the source is invalid.
+        case fileRemoved
+    }
+
+    /// When the source fires.
+    public let trigger: MemoryPressureTrigger
+    /// The pressure file the trigger is armed on.
+    public let path: String
+    /// Among descriptor-backed sources ready in the same pass, lower orders are handled first.
+    public let order: Int
+
+    let handler: @Sendable (MemoryPressureSource, Event) -> Void
+    private let valid = Atomic<Bool>(true)
+    private let state: Locked<State>
+
+    private struct State: Sendable {
+        /// The armed pressure file, until invalidation.
+        var descriptor: OwnedDescriptor?
+        /// The descriptor source in the loop, made by the first `add`; weak, as ``FileChangeSource``'s.
+        var watcher = WeakDescriptorSource()
+        /// What ``keepsRunAlive`` was last set to, for a descriptor source made later.
+        var keepsRunAlive = true
+        /// Why the loop stopped watching the descriptor, when it did.
+        var failure: LoopError?
+    }
+
+    /// The pressure file a source uses when given none: the process's cgroup's `memory.pressure` (found through
+    /// `/proc/self/cgroup` under the cgroup2 mount) when it exists, else `/proc/pressure/memory`. Any thread.
+    /// - Throws: ``LoopError/Code/unsupported`` when neither exists (a kernel without PSI, or booted with `psi=0`,
+    ///   or a container that hides it).
+    public static func defaultPath() throws(LoopError) -> String {
+        guard let path = MemoryPressureFile.preferredPath() else {
+            throw LoopError(
+                .unsupported, errno: ENOENT,
+                message: "no pressure stall information: neither the cgroup's memory.pressure nor "
+                    + "\(MemoryPressureFile.systemPath) exists (Linux 4.20+ with CONFIG_PSI, not booted with psi=0)")
+        }
+        return path
+    }
+
+    /// Arms `trigger` on `path` (by default ``defaultPath()``); the source is not in any loop yet. Any thread.
+    ///
+    /// - Parameters:
+    ///   - trigger: When to fire.
+    ///   - path: A pressure file: `/proc/pressure/memory` or a cgroup's `memory.pressure`. Default: ``defaultPath()``.
+    ///   - order: Among descriptor-backed sources ready in the same pass, lower orders are handled first. Default 0.
+    ///   - handler: Called on the loop's thread with the source and what happened.
+    /// - Throws: ``LoopError/Code/unsupported`` when the kernel has no PSI (no such file, or the write is refused
+    ///   with `EOPNOTSUPP`); ``LoopError/Code/permissionDenied`` when the file cannot be opened for writing, or the
+    ///   kernel refuses the trigger's window because the process lacks `CAP_SYS_RESOURCE` (then the window must
+    ///   be a multiple of 2 s, see ``MemoryPressureTrigger``); ``LoopError/Code/invalidArgument`` when the kernel
+    ///   refuses the trigger otherwise; ``LoopError/Code/systemCallFailed`` (`EMFILE`, `ENOMEM`, ...).
+    public init(
+        trigger: MemoryPressureTrigger,
+        path: String? = nil,
+        order: Int = 0,
+        handler: @escaping @Sendable (MemoryPressureSource, Event) -> Void
+    ) throws(LoopError) {
+        let file: String
+        if let path {
+            file = path
+        } else {
+            file = try Self.defaultPath()
+        }
+        let descriptor: OwnedDescriptor
+        do {
+            descriptor = OwnedDescriptor(try FileDescriptorCalls.openForReadingAndWriting(file))
+        } catch {
+            throw Self.openError(error, path: file)
+        }
+        do {
+            // With its NUL: the kernel reads the text as a C string, cutting the last byte written.
+            _ = try FileDescriptorCalls.write(descriptor.descriptor, Array(trigger.description.utf8) + [0])
+        } catch {
+            throw Self.armError(error, trigger: trigger, path: file)
+        }
+        self.trigger = trigger
+        self.path = file
+        self.order = order
+        self.handler = handler
+        state = Locked(State(descriptor: descriptor))
+    }
+
+    /// Whether the source can still be added and fire: false once invalidated, or once its file went away. Safe
+    /// from any thread.
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// Why the loop stopped watching the source's descriptor (the kernel refused a change of its epoll
+    /// registration), which invalidated the source; `nil` otherwise. Safe from any thread.
+    public var failure: LoopError? { state.withLock { $0.failure } }
+
+    /// Whether the source keeps runs of its modes going (default `true`, CF's rule for every source). Set it to
+    /// `false` for a source that should report while the loop runs for other reasons but never be the reason
+    /// (libuv's `uv_unref`), as a daemon's watcher usually should. Safe from any thread; from another thread it takes
+    /// effect at the loop's next pass.
+    public var keepsRunAlive: Bool {
+        get { state.withLock { $0.keepsRunAlive } }
+        set {
+            state.withLock { state in
+                state.keepsRunAlive = newValue
+                state.watcher.source?.keepsRunAlive = newValue
+            }
+        }
+    }
+
+    /// Stops watching for good: takes the source out of every mode of its loop and closes the pressure file, which
+    /// disarms the trigger. Safe from any thread, the handler included; invalidating twice does nothing.
+    ///
+    /// After it returns no new handler call starts (one already running finishes).
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        let (descriptor, descriptorSource) = state.withLock { state in
+            defer { state.descriptor = nil }
+            return (state.descriptor, state.watcher.source)
+        }
+        // Out of the epoll set first, on this thread; then the descriptor is let go (closed unless a call holds it).
+        withExtendedLifetime(descriptor) { descriptorSource?.invalidate() }
+    }
+
+    // MARK: Scheduling (for Loop's add/remove/contains)
+
+    /// Adds the source to `mode` of `loop`, making its descriptor source on the first add.
+    func add(to loop: Loop, mode: Loop.Mode) throws(LoopError) {
+        try state.withLock { state throws(LoopError) in
+            guard isValid, let descriptor = state.descriptor else {
+                throw LoopError(
+                    .invalidated, message: "an invalidated memory-pressure source cannot be added to a loop")
+            }
+            let keepsRunAlive = state.keepsRunAlive
+            try state.watcher.add(to: loop, mode: mode) { () throws(LoopError) in
+                try makeDescriptorSource(watching: descriptor.descriptor)
+            } preparing: { source in
+                source.keepsRunAlive = keepsRunAlive
+            }
+        }
+    }
+
+    /// The descriptor source in the source's loop, if it was added to one that still holds it.
+    var descriptorSource: FileDescriptorSource? { state.withLock { $0.watcher.source } }
+
+    /// The armed pressure file's descriptor, until invalidation (for tests).
+    var pressureDescriptor: CInt? { state.withLock { $0.descriptor?.descriptor } }
+
+    private func makeDescriptorSource(watching descriptor: CInt) throws(LoopError) -> FileDescriptorSource {
+        try FileDescriptorSource(descriptor: descriptor, events: .priority, order: order) { [self] source, events in
+            if events.contains(.invalid) {
+                state.withLock { $0.failure = source.failure }
+                invalidate()
+            } else if !events.isDisjoint(with: [.error, .hangUp]) {
+                guard isValid else { return }
+                invalidate()  // EPOLLERR stays raised: the descriptor leaves the epoll set before the handler runs.
+                handler(self, .fileRemoved)
+            } else if events.contains(.priority), isValid {
+                handler(self, .thresholdExceeded)
+            }
+        }
+    }
+
+    // MARK: Errors
+
+    private static func openError(_ error: SystemError, path: String) -> LoopError {
+        switch error.errno {
+        case ENOENT, ENOTDIR:
+            LoopError(
+                .unsupported, errno: error.errno,
+                message: "no pressure stall information at \(path) (Linux 4.20+ with CONFIG_PSI is needed)")
+        case EACCES, EPERM, EROFS:
+            LoopError(
+                .permissionDenied, errno: error.errno,
+                message: "\(path) cannot be opened for writing a trigger (before Linux 6.4 that needs "
+                    + "CAP_SYS_RESOURCE): \(error)")
+        default:
+            LoopError(.systemCallFailed, errno: error.errno, message: "opening \(path): \(error)")
+        }
+    }
+
+    private static func armError(_ error: SystemError, trigger: MemoryPressureTrigger, path: String) -> LoopError {
+        switch error.errno {
+        case EOPNOTSUPP, ENOENT, ENODEV:
+            return LoopError(
+                .unsupported, errno: error.errno,
+                message: "the kernel refused a memory-pressure trigger on \(path): PSI is disabled (psi=0) or "
+                    + "unavailable there: \(error)")
+        case EACCES, EPERM:
+            return LoopError(
+                .permissionDenied, errno: error.errno,
+                message: "arming a memory-pressure trigger on \(path) needs CAP_SYS_RESOURCE: \(error)")
+        case EINVAL where !trigger.isAllowedUnprivileged:
+            return LoopError(
+                .permissionDenied, errno: EINVAL,
+                message: "the kernel refused \"\(trigger)\" on \(path): without CAP_SYS_RESOURCE a trigger's "
+                    + "window must be a multiple of 2 s (not \(trigger.window))")
+        case EINVAL:
+            return LoopError(
+                .invalidArgument, errno: EINVAL, message: "the kernel refused the trigger \"\(trigger)\" on \(path)")
+        default:
+            return LoopError(
+                .systemCallFailed, errno: error.errno, message: "arming \"\(trigger)\" on \(path): \(error)")
+        }
+    }
+}
