@@ -2,19 +2,35 @@ import CRunLoopShims
 import Glibc
 
 /// The epoll calls, each wrapped once.
-package enum Epoll {
+public enum Epoll {
     /// Readiness bits as the kernel reports them, with the C spellings' values.
-    package struct Events: OptionSet, Sendable {
-        package let rawValue: UInt32
-        package init(rawValue: UInt32) { self.rawValue = rawValue }
-        package static let input = Events(rawValue: EPOLLIN.rawValue)
-        package static let output = Events(rawValue: EPOLLOUT.rawValue)
-        package static let priority = Events(rawValue: EPOLLPRI.rawValue)
-        package static let error = Events(rawValue: EPOLLERR.rawValue)
-        package static let hangUp = Events(rawValue: EPOLLHUP.rawValue)
-        package static let readHangUp = Events(rawValue: EPOLLRDHUP.rawValue)
-        package static let edgeTriggered = Events(rawValue: EPOLLET.rawValue)
-        package static let oneShot = Events(rawValue: EPOLLONESHOT.rawValue)
+    ///
+    /// Its members, and the set operations the loop applies to every report, are inlinable: called through the
+    /// `SetAlgebra` witness table of another module they would cost a call per bit tested (P, the pass-cost
+    /// benchmark: +6% instructions). Each is a mask operation.
+    @frozen public struct Events: OptionSet, Sendable {
+        public var rawValue: UInt32
+        @inlinable public init(rawValue: UInt32) { self.rawValue = rawValue }
+        @inlinable public static var input: Events { Events(rawValue: EPOLLIN.rawValue) }
+        @inlinable public static var output: Events { Events(rawValue: EPOLLOUT.rawValue) }
+        @inlinable public static var priority: Events { Events(rawValue: EPOLLPRI.rawValue) }
+        @inlinable public static var error: Events { Events(rawValue: EPOLLERR.rawValue) }
+        @inlinable public static var hangUp: Events { Events(rawValue: EPOLLHUP.rawValue) }
+        @inlinable public static var readHangUp: Events { Events(rawValue: EPOLLRDHUP.rawValue) }
+        @inlinable public static var edgeTriggered: Events { Events(rawValue: EPOLLET.rawValue) }
+        @inlinable public static var oneShot: Events { Events(rawValue: EPOLLONESHOT.rawValue) }
+
+        @inlinable public func contains(_ member: Events) -> Bool { rawValue & member.rawValue == member.rawValue }
+        @inlinable public func isDisjoint(with other: Events) -> Bool { rawValue & other.rawValue == 0 }
+        @inlinable public func union(_ other: Events) -> Events { Events(rawValue: rawValue | other.rawValue) }
+        @inlinable public func intersection(_ other: Events) -> Events { Events(rawValue: rawValue & other.rawValue) }
+        @inlinable public func subtracting(_ other: Events) -> Events { Events(rawValue: rawValue & ~other.rawValue) }
+        @inlinable @discardableResult
+        public mutating func insert(_ member: Events) -> (inserted: Bool, memberAfterInsert: Events) {
+            let inserted = !contains(member)
+            rawValue |= member.rawValue
+            return (inserted, member)
+        }
     }
 
     /// Creates a close-on-exec epoll instance.

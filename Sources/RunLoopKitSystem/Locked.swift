@@ -10,12 +10,12 @@ import Glibc
 ///
 /// Threading: safe from any thread. The body of ``withLock(_:)`` must not call back into the same lock (the mutex
 /// is not recursive) and should be short: it runs with the lock held.
-package final class Locked<Value> {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+public final class Locked<Value> {
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// Only touched with the mutex held, which already makes every access exclusive: no dynamic check is needed.
-    @exclusivity(unchecked) private var value: Value
+    @exclusivity(unchecked) @usableFromInline var value: Value
 
-    package init(_ value: Value) {
+    public init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -30,33 +30,43 @@ package final class Locked<Value> {
     }
 
     /// Runs `body` with exclusive access to the value and answers what it returns.
-    @inline(__always)
-    package func withLock<Result, Failure: Error>(
+    @inlinable @inline(__always)
+    public func withLock<Result, Failure: Error>(
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        // Unlocked on each path rather than in a `defer`, which another module calls as a function of its own.
+        do {
+            let result = try body(&value)
+            pthread_mutex_unlock(mutex)
+            return result
+        } catch {
+            pthread_mutex_unlock(mutex)
+            throw error
+        }
     }
 
     /// Runs `body` with exclusive access to the value if the lock is free now, answering `nil` without waiting
     /// when it is held. For a child of `fork()`, where a lock a parent thread held at the fork stays held for good.
-    package func withLockIfAvailable<Result>(_ body: (inout Value) -> Result) -> Result? {
+    @inlinable
+    public func withLockIfAvailable<Result>(_ body: (inout Value) -> Result) -> Result? {
         guard pthread_mutex_trylock(mutex) == 0 else { return nil }
-        defer { pthread_mutex_unlock(mutex) }
-        return body(&value)
+        let result = body(&value)
+        pthread_mutex_unlock(mutex)
+        return result
     }
 
     /// Runs `body` with exclusive access to the value, handing it `argument` to consume (say, to append), so the
     /// argument is moved in rather than copied as a captured value would be.
-    @inline(__always)
-    package func withLock<Argument: ~Copyable, Result>(
+    @inlinable @inline(__always)
+    public func withLock<Argument: ~Copyable, Result>(
         consuming argument: consuming Argument,
         _ body: (inout Value, consuming Argument) -> Result
     ) -> Result {
         pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body(&value, argument)
+        let result = body(&value, argument)
+        pthread_mutex_unlock(mutex)
+        return result
     }
 }
 

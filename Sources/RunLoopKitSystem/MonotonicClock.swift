@@ -1,12 +1,12 @@
 import Glibc
 
 /// `CLOCK_MONOTONIC`, the clock every loop deadline and the timerfd use.
-package enum MonotonicClock {
+public enum MonotonicClock {
     /// Nanoseconds since an arbitrary fixed point (boot), never going backwards.
     ///
     /// The corresponding C call is `clock_gettime(2)` (served by the vDSO, no kernel entry).
-    @inline(__always)
-    package static func now() -> Int64 {
+    @inlinable @inline(__always)
+    public static func now() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return Int64(spec.tv_sec) &* 1_000_000_000 &+ Int64(spec.tv_nsec)

@@ -76,7 +76,7 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
         /// and then stays silent until changed; the report is not passed on (see ``reported(by:)``).
         var epollEvents: Epoll.Events {
             guard !isDisjoint(with: Self.watchable) else { return .oneShot }
-            var events: Epoll.Events = [.readHangUp]
+            var events = Epoll.Events.readHangUp  // No array literals of Epoll.Events here: the loop calls this per report.
             if contains(.readable) { events.insert(.input) }
             if contains(.writable) { events.insert(.output) }
             if contains(.priority) { events.insert(.priority) }
@@ -89,7 +89,7 @@ public final class FileDescriptorSource: LoopItem, @unchecked Sendable {  // Unc
             if events.contains(.output) { result.insert(.writable) }
             if events.contains(.priority) { result.insert(.priority) }
             if events.contains(.error) { result.insert(.error) }
-            if !events.isDisjoint(with: [.hangUp, .readHangUp]) { result.insert(.hangUp) }
+            if !events.isDisjoint(with: Epoll.Events.hangUp.union(.readHangUp)) { result.insert(.hangUp) }
             self = result
         }
 
