@@ -95,7 +95,7 @@ public final class GLibDriver: @unchecked Sendable {
         pollSet = try GLibPollSet(loop: loop, mode: mode) { [self] in iterate() }
         // Called after every other observer of the same activity: `order` is the largest there is.
         let observer = LoopObserver(activities: [.beforeTimers, .beforeWaiting, .afterWaiting], order: .max) {
-            [self] activity in
+            [self] _, activity in
             observe(activity)
         }
         self.observer = observer

@@ -238,7 +238,7 @@ final class GLibPollSet {
         _ set: CInt, on loop: Loop, in mode: Loop.Mode, onReady: @escaping @Sendable () -> Void
     ) throws(GLibError) -> FileDescriptorSource {
         do {
-            let source = try FileDescriptorSource(descriptor: set, events: .readable) { _ in onReady() }
+            let source = try FileDescriptorSource(descriptor: set, events: .readable) { _, _ in onReady() }
             source.keepsRunAlive = false
             try loop.add(source, to: mode)
             return source

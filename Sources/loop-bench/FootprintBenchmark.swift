@@ -93,7 +93,7 @@ private final class ParkedThreads {
     /// Makes the thread's loop, gives it a source and runs one pass, so its lazily made buffers exist.
     private static func makeLoopAndRunOnce() {
         let loop = Loop.current
-        try! loop.add(LoopSource(perform: {}))
+        try! loop.add(LoopSource(perform: { _ in }))
         loop.run(in: .default, for: .zero)
     }
 

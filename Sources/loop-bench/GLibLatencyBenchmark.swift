@@ -137,8 +137,8 @@ enum GLibLatency {
             let ready = WaitCounter()
             switch way {
             case .alone:
-                let source = LoopSource { samples.takeSent() }
-                let woke = LoopObserver(activities: .afterWaiting) { _ in samples.wokeAt = Clock.monotonic() }
+                let source = LoopSource { _ in samples.takeSent() }
+                let woke = LoopObserver(activities: .afterWaiting) { _, _ in samples.wokeAt = Clock.monotonic() }
                 let host = LoopHost()
                 let loop = host.loop
                 try! loop.add(source)  // From this thread: applied before the host loop's next pass.
@@ -153,7 +153,7 @@ enum GLibLatency {
                     source.signal()
                 }
             case .embedded:
-                let source = LoopSource { samples.takeSent() }
+                let source = LoopSource { _ in samples.takeSent() }
                 let (context, mainLoop) = Self.newMainLoop(glib)
                 Self.timeWaits(of: context, samples, glib)
                 target = BenchThread {

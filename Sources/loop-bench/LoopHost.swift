@@ -22,7 +22,7 @@ final class LoopHost: Sendable {
         let startup = Startup()
         thread = BenchThread {
             let loop = Loop.current
-            let keepAlive = LoopSource(perform: {})
+            let keepAlive = LoopSource(perform: { _ in })
             try! loop.add(keepAlive)
             startup.loop = loop
             startup.ready.increment()

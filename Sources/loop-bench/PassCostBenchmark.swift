@@ -101,10 +101,10 @@ private final class PassDriver: @unchecked Sendable {
         var items: [() -> Void] = []
         defer { for invalidate in items { invalidate() } }
         do {
-            let source = LoopSource { counter.count() }
+            let source = LoopSource { _ in counter.count() }
             try loop.add(source)
             items.append(source.invalidate)
-            let descriptor = try FileDescriptorSource(descriptor: readEnd) { _ in
+            let descriptor = try FileDescriptorSource(descriptor: readEnd) { _, _ in
                 var byte: UInt8 = 0
                 _ = read(readEnd, &byte, 1)
                 _ = write(writeEnd, &byte, 1)
@@ -112,7 +112,7 @@ private final class PassDriver: @unchecked Sendable {
             }
             try loop.add(descriptor)
             items.append(descriptor.invalidate)
-            let observer = LoopObserver(activities: .all) { _ in counter.observed &+= 1 }
+            let observer = LoopObserver(activities: .all) { _, _ in counter.observed &+= 1 }
             try loop.add(observer)
             items.append(observer.invalidate)
             let timer = try LoopTimer(after: .microseconds(100), repeating: .microseconds(100)) { _ in
@@ -121,7 +121,7 @@ private final class PassDriver: @unchecked Sendable {
             try loop.add(timer)
             items.append(timer.invalidate)
             for index in 0..<idleItems {
-                let idleSource = LoopSource(order: index) {}
+                let idleSource = LoopSource(order: index) { _ in }
                 try loop.add(idleSource)
                 items.append(idleSource.invalidate)
                 let idleTimer = try LoopTimer(after: .seconds(3600 + Int64(index))) { _ in }

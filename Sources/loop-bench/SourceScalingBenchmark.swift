@@ -87,7 +87,7 @@ private final class SignalledPasses: @unchecked Sendable {
             try loop.add(active)
             sources.append(active)
             for index in 1..<registered {
-                let idle = LoopSource(order: index) {}
+                let idle = LoopSource(order: index) { _ in }
                 try loop.add(idle)
                 sources.append(idle)
             }

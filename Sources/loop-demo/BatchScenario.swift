@@ -7,7 +7,7 @@ enum BatchScenario {
     static func run() {
         let loop = Loop.current
         let passes = Atomic<Int>(0)
-        let observer = LoopObserver(activities: .beforeWaiting, order: 0) { _ in
+        let observer = LoopObserver(activities: .beforeWaiting, order: 0) { _, _ in
             passes.add(1, ordering: .relaxed)
         }
         try! loop.add(observer)

@@ -16,13 +16,13 @@ enum CommitScenario {
                 "commit: \(updates.count) updates in one transaction (\(first) ... \(last)), "
                     + "main thread: \(Loop.current.isMain)")
         }
-        let appObserver = LoopObserver(activities: .beforeWaiting, order: 0) { _ in
+        let appObserver = LoopObserver(activities: .beforeWaiting, order: 0) { _, _ in
             Trace.line("main", "beforeWaiting: app observer (order 0) runs first")
         }
         try! loop.add(appObserver)
 
         let rounds = Atomic<Int>(0)
-        let source = LoopSource {
+        let source = LoopSource { _ in
             let round = rounds.add(1, ordering: .relaxed).newValue
             Trace.line("main", "source: event \(round) marks 500 layers as changed")
             for layer in 1...500 { committer.mark("layer \(layer) of event \(round)") }

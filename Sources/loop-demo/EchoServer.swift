@@ -35,7 +35,7 @@ final class EchoServer: @unchecked Sendable {  // Unchecked: `connections` is to
     init(loop: Loop, pauseThreshold: Int = 256 * 1024) throws {
         self.pauseThreshold = pauseThreshold
         (listener, port) = try LoopbackListener.open(backlog: 128)
-        listenerSource = try FileDescriptorSource(descriptor: listener) { [unowned self] _ in acceptAll(on: loop) }
+        listenerSource = try FileDescriptorSource(descriptor: listener) { [unowned self] _, _ in acceptAll(on: loop) }
         try loop.add(listenerSource!, to: .common)
     }
 

@@ -14,7 +14,7 @@ enum PhasesScenario {
             return
         }
         let ran = Box<[String]>([])
-        let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting, .exit], order: 0) { activity in
+        let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting, .exit], order: 0) { _, activity in
             Trace.line("main", "  (\(activity))")
         }
         try! loop.add(observer)

@@ -17,7 +17,7 @@ enum PingPongScenario {
         let mainSource = LoopSource(
             schedule: { _, mode in Trace.line("main", "schedule: main source joined the main loop in \(mode)") },
             cancel: { _, mode in Trace.line("main", "cancel: main source left the main loop in \(mode)") },
-            perform: { game.mainPerform() }
+            perform: { _ in game.mainPerform() }
         )
         game.setMainSource(mainSource)
         try! mainLoop.add(mainSource)
@@ -31,7 +31,7 @@ enum PingPongScenario {
                     Loop.main.perform { game.sendCommand() }
                 },
                 cancel: { _, mode in Trace.line("worker", "cancel: worker source left the worker loop in \(mode)") },
-                perform: { game.workerPerform() }
+                perform: { _ in game.workerPerform() }
             )
             game.setWorkerSource(source)
             try! loop.add(source)

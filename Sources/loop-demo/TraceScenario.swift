@@ -11,7 +11,7 @@ enum TraceScenario {
         let tracking: Loop.Mode = "tracking"
         loop.addCommonMode(tracking)
 
-        let observer = LoopObserver(activities: .all) { activity in
+        let observer = LoopObserver(activities: .all) { _, activity in
             Trace.line("main", "\(Trace.pad(activity.description, -14)) mode \(loop.currentMode?.name ?? "-")")
         }
         try! loop.add(observer, to: .common)

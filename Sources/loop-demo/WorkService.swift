@@ -32,7 +32,7 @@ final class WorkService: @unchecked Sendable {
         self.loop = loop
         self.worker = worker
         (listener, port) = try LoopbackListener.open(backlog: 16)
-        listenerSource = try FileDescriptorSource(descriptor: listener) { [unowned self] _ in acceptAll() }
+        listenerSource = try FileDescriptorSource(descriptor: listener) { [unowned self] _, _ in acceptAll() }
         try loop.add(listenerSource!, to: .common)
     }
 

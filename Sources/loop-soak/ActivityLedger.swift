@@ -30,7 +30,7 @@ final class ActivityLedger: @unchecked Sendable {
 
     /// Makes the observer of every activity that reports here.
     func makeObserver() -> LoopObserver {
-        LoopObserver(activities: .all) { [self] activity in observe(activity) }
+        LoopObserver(activities: .all) { [self] _, activity in observe(activity) }
     }
 
     /// Records `activity` and checks it may come now. Loop thread only.

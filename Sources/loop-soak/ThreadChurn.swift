@@ -132,11 +132,11 @@ final class ThreadChurn: Workload {
             source = LoopSource(
                 schedule: { _, mode in balance.scheduled(mode) },
                 cancel: { _, mode in balance.cancelled(mode) },
-                perform: { for sequence in mailbox.takeAll() { items.receive(sequence) } })
+                perform: { _ in for sequence in mailbox.takeAll() { items.receive(sequence) } })
             eventFD = Descriptors.eventFD()
             eventTally = eventCounts
             let (descriptor, eventsRead) = (eventFD, eventsRead)
-            let reader = try FileDescriptorSource(descriptor: descriptor) { _ in
+            let reader = try FileDescriptorSource(descriptor: descriptor) { _, _ in
                 let value = Int(Descriptors.takeEventFD(descriptor))
                 eventsRead.add(value)
                 eventCounts.deliver(value)

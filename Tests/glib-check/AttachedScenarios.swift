@@ -73,7 +73,7 @@ func idleAttachedScenario() {
     do { glib = try GLibCalls() } catch { fail("\(error)") }
     do { try Loop.main.attachToGLib() } catch { fail("attach: \(error)") }
     let passes = Shared(0)
-    let observer = LoopObserver(activities: .entry) { _ in passes.withLock { $0 += 1 } }
+    let observer = LoopObserver(activities: .entry) { _, _ in passes.withLock { $0 += 1 } }
     do { try Loop.main.add(observer) } catch { fail("add: \(error)") }
     let mainLoop = glib.newMainLoop(nil)
     nonisolated(unsafe) let quitTarget = mainLoop

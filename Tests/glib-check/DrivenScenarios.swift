@@ -118,7 +118,7 @@ func idleDrivenScenario() {
     do { driver = try Loop.main.driveGLib() } catch { fail("drive: \(error)") }
     glib.addTimeout(nil, milliseconds: 60_000) { false }
     let wakeUps = Shared(0)
-    let observer = LoopObserver(activities: .afterWaiting) { _ in wakeUps.withLock { $0 += 1 } }
+    let observer = LoopObserver(activities: .afterWaiting) { _, _ in wakeUps.withLock { $0 += 1 } }
     let window = Shared<(cpu: Int64, wakeUps: Int)>((0, 0))
     do {
         try Loop.main.add(observer, to: .common)

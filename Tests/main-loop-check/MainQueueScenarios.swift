@@ -245,52 +245,49 @@ func scriptEndsScenario() {
 /// Main-actor state touched by the items of `mainActorHandlersScenario`.
 @MainActor private var isolatedHandlerCalls: [String] = []
 
-/// Items of every kind, and one-shot callbacks, with `@MainActor` handlers on `Loop.main`: each touches main-actor
-/// state directly (no `assumeIsolated` in the handler); the same items offered to another loop are refused with
-/// `isolationMismatch` and stay free for `Loop.main`.
+/// Items of every kind, and a one-shot callback, made through `Loop.main.assumeIsolated()` from main-actor code: each
+/// handler touches main-actor state directly (no `assumeIsolated` in the handler, no `@Sendable`); the same items are
+/// pinned to `Loop.main`, so another loop refuses them with `ownedByAnotherLoop`.
 func mainActorHandlersScenario() {
+    MainActor.assumeIsolated { mainActorHandlers() }
+}
+
+@MainActor private func mainActorHandlers() {
     let loop = Loop.main
+    let view = loop.assumeIsolated()
     let pipe = UnsafeMutablePointer<CInt>.allocate(capacity: 2)
     check(Glibc.pipe(pipe) == 0, "pipe failed")
-    let source = LoopSource { @MainActor in isolatedHandlerCalls.append("source") }
-    let sourceWithItem = LoopSource { @MainActor (source: LoopSource) in
+    let source = view.makeSource { _ in isolatedHandlerCalls.append("source") }
+    let sourceWithItem = view.makeSource { source in
         isolatedHandlerCalls.append("source(item)")
         source.invalidate()
     }
-    let descriptor = try! FileDescriptorSource(descriptor: pipe[0]) { @MainActor (source, _) in
+    let descriptor = try! view.makeDescriptorSource(descriptor: pipe[0]) { source, _ in
         isolatedHandlerCalls.append("descriptor")
         source.invalidate()
     }
     // Entry: every run sends it (a busy run may never sleep, so beforeWaiting could not be relied on).
-    let observer = LoopObserver(activities: .entry, repeats: false) { @MainActor activity in
+    let observer = view.makeObserver(activities: .entry, repeats: false) { _, _ in
         isolatedHandlerCalls.append("observer")
     }
     // Repeating: it stops the run once every other handler was called (under a sanitizer the one-shot callback,
     // scheduled later, can come due after a timer made this early).
-    let timer = try! LoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { @MainActor timer in
+    let timer = try! view.makeTimer(at: .now + .milliseconds(5), repeating: .milliseconds(5)) { timer in
         if !isolatedHandlerCalls.contains("timer") { isolatedHandlerCalls.append("timer") }
         if isolatedHandlerCalls.count >= 6 {
             timer.invalidate()
             Loop.main.stop()
         }
     }
-    // Refused by another loop, and still free for the main loop afterwards.
+    // Refused by another loop: they are pinned to the main loop.
     let other = try! LoopThread(name: "not-main")
-    for attempt in [{ try other.loop.add(source) }, { try other.loop.add(timer) }, { try other.loop.add(observer) }] {
+    for item in [source, timer, observer, descriptor] as [LoopItem] {
         do {
-            try attempt()
-            fail("another loop accepted an item with a @MainActor handler")
-        } catch let error as LoopError {
-            check(error.code == .isolationMismatch, "another loop threw \(error)")
+            try other.loop.add(item)
+            fail("another loop accepted an item made through Loop.main.assumeIsolated()")
         } catch {
-            fail("unexpected \(error)")
+            check(error.code == .ownedByAnotherLoop, "another loop threw \(error)")
         }
-    }
-    do {
-        try other.loop.schedule(after: .zero, mainActorCallback: {})
-        fail("another loop scheduled a @MainActor callback")
-    } catch {
-        check(error.code == .isolationMismatch, "schedule threw \(error)")
     }
     other.stop()
 
@@ -298,7 +295,7 @@ func mainActorHandlersScenario() {
     try! loop.add(sourceWithItem)
     try! loop.add(descriptor)
     try! loop.add(observer)
-    try! loop.schedule(after: .milliseconds(1), mainActorCallback: { isolatedHandlerCalls.append("callback") })
+    try! view.schedule(at: .now + .milliseconds(1)) { isolatedHandlerCalls.append("callback") }
     source.signal()
     sourceWithItem.signal()
     var byte: UInt8 = 1
@@ -306,7 +303,7 @@ func mainActorHandlersScenario() {
     try! loop.add(timer)
     let result = loop.run(in: .default, for: .seconds(30))
     check(result == .stopped, "run answered \(result)")
-    let calls = MainActor.assumeIsolated { isolatedHandlerCalls }
+    let calls = isolatedHandlerCalls
     let expected: Set = ["source", "source(item)", "descriptor", "observer", "callback", "timer"]
     check(Set(calls) == expected, "calls \(calls)")
     source.invalidate()

@@ -52,7 +52,7 @@ extension Loop {
             }
             let source: FileDescriptorSource
             do {
-                source = try FileDescriptorSource(descriptor: descriptor, events: events) { [self] seen in
+                source = try FileDescriptorSource(descriptor: descriptor, events: events) { [self] _, seen in
                     dropped.keepAlive()
                     if seen.contains(.invalid) {
                         waiter.finish(.failure(lostSourceError(descriptor: descriptor)))

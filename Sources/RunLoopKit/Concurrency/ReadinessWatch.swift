@@ -112,7 +112,7 @@ final class ReadinessWatch: Sendable {
             guard let self else { return }
             end(loop.lostSourceError(descriptor: descriptor))
         }
-        let source = try FileDescriptorSource(descriptor: descriptor, events: events) { [weak self] seen in
+        let source = try FileDescriptorSource(descriptor: descriptor, events: events) { [weak self] _, seen in
             dropped.keepAlive()
             guard let self else { return }
             if seen.contains(.invalid) {

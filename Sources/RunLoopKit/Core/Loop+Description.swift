@@ -26,8 +26,8 @@ extension Loop: CustomStringConvertible {
                 text += "\n    source order \(source.order)\(source.isSignalled ? ", signalled" : "")"
                 if source.isRateLimited { text += ", rate-limited" }
             }
-            for source in state.descriptorSources.sorted(by: { $0.descriptor < $1.descriptor }) {
-                text += "\n    descriptor \(source.descriptor) \(source.events) order \(source.order)"
+            for source in state.descriptorSources.sorted(by: { $0.watchedDescriptor < $1.watchedDescriptor }) {
+                text += "\n    descriptor \(source.watchedDescriptor) \(source.watchedEvents) order \(source.order)"
                 if source.isParked { text += ", parked" }
                 if source.isRateLimited { text += ", rate-limited" }
             }

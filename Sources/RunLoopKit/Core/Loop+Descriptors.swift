@@ -2,7 +2,7 @@ import CRunLoopShims
 import Glibc
 import RunLoopKitSystem
 
-/// Descriptor sources (``FileDescriptorSource``): their registrations in the loop's epoll set (level-triggered, one
+/// Descriptor sources (``DescriptorBackedSource``): their registrations in the loop's epoll set (level-triggered, one
 /// per descriptor number and open file, shared by every source of the loop watching that file, tagged so a stale
 /// report is dropped), what the set is told for each (the union of what its sources watch), parking while none of
 /// the running mode's sources wants a report, and handling ready ones at step 9 of a pass.
@@ -14,38 +14,38 @@ extension Loop {
     /// Registers the source in the epoll set on its first add to this loop, from the calling thread: adds its
     /// descriptor (`EPOLL_CTL_ADD`), or joins the registration a source of this loop already made for the same
     /// open file (the kernel answers `EEXIST`). Any thread.
-    func register(_ source: FileDescriptorSource) throws(LoopError) {
+    func register(_ source: DescriptorBackedSource) throws(LoopError) {
         let pollerID = ObjectIdentifier(poller)
         let outcome = poller.withRegistrations { table -> LoopError? in
             // Registered already (by another thread adding the same source at once, or to another mode).
             if let held = source.heldWatch, held.pollerID == pollerID { return nil }
             // Closed since the source was made: its number may name another file now, even this loop's own epoll
             // set (created by the `Loop.current` of this very call), which epoll would answer with a puzzling EINVAL.
-            guard FileDescriptorCalls.identity(of: source.descriptor) == source.fileIdentity else {
+            guard FileDescriptorCalls.identity(of: source.watchedDescriptor) == source.fileIdentity else {
                 return LoopError(
                     .badDescriptor, errno: EBADF,
-                    message: "descriptor \(source.descriptor) was closed after its source was made (the number may "
+                    message: "descriptor \(source.watchedDescriptor) was closed after its source was made (the number may "
                         + "name another file now)")
             }
-            let events = source.events
+            let events = source.watchedEvents
             do throws(SystemError) {
-                try table.add(source.descriptor, events: events.epollEvents, tag: source.epollTag)
+                try table.add(source.watchedDescriptor, events: events.epollEvents, tag: source.epollTag)
             } catch {
                 // In the set already: through a source of this loop watching the same file, join its registration
                 // (the loop's thread widens what it reports when it applies the join).
-                guard error.errno == EEXIST, let shared = table.watches[source.descriptor],
+                guard error.errno == EEXIST, let shared = table.watches[source.watchedDescriptor],
                     shared.identity == source.fileIdentity
-                else { return LoopError(error, context: "watching descriptor \(source.descriptor)") }
+                else { return LoopError(error, context: "watching descriptor \(source.watchedDescriptor)") }
                 shared.users += 1
                 source.heldWatch = shared
                 return nil
             }
             let watch = DescriptorWatch(
-                descriptor: source.descriptor, tag: source.epollTag, identity: source.fileIdentity,
+                descriptor: source.watchedDescriptor, tag: source.epollTag, identity: source.fileIdentity,
                 pollerID: pollerID, events: events)
             // An entry for the number, yet the add succeeded: the kernel dropped that registration, because its file
             // was closed behind its sources' backs. They fail when the loop applies this source's join.
-            table.watches.updateValue(watch, forKey: source.descriptor)?.removal = .superseded
+            table.watches.updateValue(watch, forKey: source.watchedDescriptor)?.removal = .superseded
             source.heldWatch = watch
             return nil
         }
@@ -58,7 +58,7 @@ extension Loop {
     /// orders the registration and the invalidation). The last source of a registration takes the descriptor out
     /// of the epoll set, on the calling thread, while the descriptor is still open (the contract: invalidate, then
     /// close), so a number closed and reused later is never mistaken for it. Any thread.
-    func removeRegistration(of source: FileDescriptorSource) {
+    func removeRegistration(of source: DescriptorBackedSource) {
         let pollerID = ObjectIdentifier(poller)
         _ = poller.withRegistrations { table in
             guard let watch = source.heldWatch, watch.pollerID == pollerID else { return }
@@ -75,7 +75,7 @@ extension Loop {
     /// set the new union. A registration that left the set meanwhile makes the source fail with the reason. A
     /// different watch recorded for the number was superseded (its file closed behind its sources' backs): its
     /// sources fail (``reportFailure(of:_:)``). Loop thread only.
-    func enterWatch(_ source: FileDescriptorSource) {
+    func enterWatch(_ source: DescriptorBackedSource) {
         let pollerID = ObjectIdentifier(poller)
         let held = poller.withRegistrations { _ -> (DescriptorWatch, DescriptorWatch.Removal?)? in
             guard let watch = source.heldWatch, watch.pollerID == pollerID else { return nil }
@@ -131,7 +131,7 @@ extension Loop {
     /// Tells the epoll set to report `events` for `watch` (`[]`: a one-shot registration with no events), unless
     /// it was told that last. If the registration left the set meanwhile, or the kernel refuses the change, its
     /// sources fail (``watchLeftTheSet(_:_:)``). Loop thread only.
-    func setRegisteredEvents(_ watch: DescriptorWatch, _ events: FileDescriptorSource.Events) {
+    func setRegisteredEvents(_ watch: DescriptorWatch, _ events: DescriptorBackedSource.Events) {
         guard events != watch.registeredEvents else { return }
         let removal = poller.withRegistrations { table -> DescriptorWatch.Removal? in
             if let removal = watch.removal { return removal }
@@ -168,7 +168,7 @@ extension Loop {
 
     /// `watch`'s registration left the epoll set without its sources (they did not invalidate it): the loop
     /// forgets it, and each of its sources still valid is invalidated with `error` in
-    /// ``FileDescriptorSource/failure`` and gets one last handler call (``reportFailure(of:_:)``). Nothing of it is
+    /// ``DescriptorBackedSource/failure`` and gets one last handler call (``reportFailure(of:_:)``). Nothing of it is
     /// in the set, so it cannot spin the loop. Loop thread only.
     func watchLeftTheSet(_ watch: DescriptorWatch, _ error: LoopError) {
         if isRegistered(watch) { descriptorTable.registered[watch.descriptor] = nil }
@@ -182,10 +182,10 @@ extension Loop {
         }
     }
 
-    /// Records `error` as the source's ``FileDescriptorSource/failure``, invalidates the source, and queues its last
-    /// handler call (``FileDescriptorSource/Events/invalid``), which ``handleReadyDescriptors(count:)`` makes in a
+    /// Records `error` as the source's ``DescriptorBackedSource/failure``, invalidates the source, and queues its last
+    /// handler call (``DescriptorBackedSource/Events/invalid``), which ``handleReadyDescriptors(count:)`` makes in a
     /// pass of one of the modes it was in. Loop thread only.
-    func reportFailure(of source: FileDescriptorSource, _ error: LoopError) {
+    func reportFailure(of source: DescriptorBackedSource, _ error: LoopError) {
         guard source.recordFailure(error) else { return }
         var modeIDs: [Int] = []
         source.memberships.forEach { modeIDs.append($0.modeID) }
@@ -193,9 +193,9 @@ extension Loop {
         if !modeIDs.isEmpty { descriptorTable.failed.append((source, modeIDs)) }
     }
 
-    /// Tells the epoll set what the source's registration is to report now that its ``FileDescriptorSource/events``
+    /// Tells the epoll set what the source's registration is to report now that its ``DescriptorBackedSource/events``
     /// changed (the new union). Loop thread only.
-    func applyWatchedEvents(_ source: FileDescriptorSource) {
+    func applyWatchedEvents(_ source: DescriptorBackedSource) {
         guard source.isValid, let watch = source.watch else { return }  // Not joined yet: the join applies them.
         refresh(watch)
     }
@@ -203,7 +203,7 @@ extension Loop {
     /// Takes an invalidated source out of its watch, releasing its hold on the registration if that was not done
     /// yet. The last source of a watch takes it out of the loop's table (the release took the descriptor out of
     /// the set); otherwise what the set reports narrows to what the others watch. Loop thread only.
-    func unregister(_ source: FileDescriptorSource) {
+    func unregister(_ source: DescriptorBackedSource) {
         removeRegistration(of: source)
         guard let watch = source.watch else { return }
         source.watch = nil
@@ -225,7 +225,7 @@ extension Loop {
     /// watches: level-triggered readiness would otherwise wake the loop again and again. It stays in the epoll set,
     /// so that if it is closed meanwhile the kernel drops it and ``unpark(_:)`` cannot mistake a new file with the
     /// same number for it. Loop thread only.
-    func park(_ watch: DescriptorWatch, claimed: FileDescriptorSource.Events) {
+    func park(_ watch: DescriptorWatch, claimed: DescriptorBackedSource.Events) {
         guard claimed != watch.registeredEvents else { return }  // Nothing more to narrow (a one-shot that fired).
         if !watch.isParked {
             watch.isParked = true
@@ -262,12 +262,6 @@ extension Loop {
         descriptorTable.registered[watch.descriptor]?.toOpaque() == Unmanaged.passUnretained(watch).toOpaque()
     }
 
-    /// The loop's registration of `descriptor`, if any, as a strong reference (see ``DescriptorTable/registered``).
-    /// Loop thread only.
-    func registeredWatch(_ descriptor: CInt) -> DescriptorWatch? {
-        descriptorTable.registered[descriptor]?.takeUnretainedValue()
-    }
-
     /// Forgets every registration when the loop's thread exits (closing the epoll set drops them from the kernel):
     /// each source may join another loop, where it is registered afresh. Loop thread only, in the teardown.
     func forgetRegistrations() {
@@ -302,14 +296,14 @@ extension Loop {
             guard tag > Poller.lastLoopTag else { continue }
             let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
             guard let entry = descriptorTable.registered[descriptor] else { continue }
-            let events = FileDescriptorSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
+            let events = DescriptorBackedSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
             // Borrowed, not retained: its sources hold it, and none leaves before `park` (which takes it strong).
-            let unclaimed = entry._withUnsafeGuaranteedRef { watch -> FileDescriptorSource.Events? in
+            let unclaimed = entry._withUnsafeGuaranteedRef { watch -> DescriptorBackedSource.Events? in
                 guard watch.tag == tag else { return nil }
                 // What the running mode's sources of it watch; most registrations have one source, handled inline.
-                var claimed: FileDescriptorSource.Events = []
+                var claimed: DescriptorBackedSource.Events = []
                 if let source = watch.first, source.isValid, source.isIn(modeID: state.id) {
-                    claimed = source.events
+                    claimed = source.watchedEvents
                     queue(source, events, in: &ready)
                 }
                 if watch.count > 1 { claimed.formUnion(queueOthers(of: watch, events, in: state, into: &ready)) }
@@ -320,11 +314,11 @@ extension Loop {
         }
         for (source, events) in ready where source.isValid && source.isIn(modeID: state.id) {
             // Masked now, not when the report was read: an earlier handler of this pass may have changed `events`.
-            let reported = events.reported(by: source.events)
+            let reported = events.reported(by: source.watchedEvents)
             guard !reported.isEmpty else { continue }
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(source, events, in: state) { continue }
             MetricsCells.bump(metricsCells.descriptorReports)
-            source.handler(source, reported)
+            source.callout(source, reported)
             handled = true
         }
         scratch.readyDescriptors.give(&ready)
@@ -334,9 +328,9 @@ extension Loop {
     /// Puts a ready source among `ready`, after those of lower or equal order.
     @inline(__always)
     private func queue(
-        _ source: FileDescriptorSource,
-        _ events: FileDescriptorSource.Events,
-        in ready: inout [(FileDescriptorSource, FileDescriptorSource.Events)]
+        _ source: DescriptorBackedSource,
+        _ events: DescriptorBackedSource.Events,
+        in ready: inout [(DescriptorBackedSource, DescriptorBackedSource.Events)]
     ) {
         let position = ready.firstIndex { $0.0.order > source.order } ?? ready.endIndex
         ready.insert((source, events), at: position)
@@ -346,19 +340,19 @@ extension Loop {
     /// what they watch.
     private func queueOthers(
         of watch: DescriptorWatch,
-        _ events: FileDescriptorSource.Events,
+        _ events: DescriptorBackedSource.Events,
         in state: ModeState,
-        into ready: inout [(FileDescriptorSource, FileDescriptorSource.Events)]
-    ) -> FileDescriptorSource.Events {
-        var claimed: FileDescriptorSource.Events = []
+        into ready: inout [(DescriptorBackedSource, DescriptorBackedSource.Events)]
+    ) -> DescriptorBackedSource.Events {
+        var claimed: DescriptorBackedSource.Events = []
         for source in watch.others where source.isValid && source.isIn(modeID: state.id) {
-            claimed.formUnion(source.events)
+            claimed.formUnion(source.watchedEvents)
             queue(source, events, in: &ready)
         }
         return claimed
     }
 
-    /// Calls, with ``FileDescriptorSource/Events/invalid``, the handlers of the failed sources that were in
+    /// Calls, with ``DescriptorBackedSource/Events/invalid``, the handlers of the failed sources that were in
     /// `state`; the others wait for one of their modes. Answers whether any was called.
     private func tellFailedSources(in state: ModeState) -> Bool {
         var told = false
@@ -370,7 +364,7 @@ extension Loop {
             }
             let source = descriptorTable.failed.remove(at: index).source
             MetricsCells.bump(metricsCells.descriptorReports)
-            source.handler(source, .invalid)
+            source.callout(source, .invalid)
             told = true
         }
         return told

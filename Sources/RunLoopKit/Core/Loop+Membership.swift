@@ -1,94 +1,44 @@
 /// Membership: which items are in which modes. Any thread may add and remove; the change is made on the loop's
 /// thread (at once there, else before its next pass), with what each kind of item needs on joining and leaving.
 extension Loop {
-    /// Adds a custom source to `mode` (or to every common mode, for ``Mode/common``). Safe from any thread.
+    /// Adds `item` to `mode` (or to every common mode, for ``Mode/common``, now and later). Safe from any thread: on
+    /// the loop's thread the item joins at once; from another thread before the loop's next pass, and the loop is
+    /// woken to make the change. Adding an item to a mode it is already in does nothing.
     ///
-    /// The source's schedule handler runs on the loop's thread once per mode it newly joins; adding it to a mode
-    /// it is already in does nothing. From another thread the source joins before the loop's next pass.
-    /// - Throws: ``LoopError/Code/invalidated``, ``LoopError/Code/ownedByAnotherLoop``,
-    ///   ``LoopError/Code/loopTerminated``.
-    public func add(_ source: LoopSource, to mode: Mode = .default) throws(LoopError) {
-        try add(.source(source), to: mode)
+    /// What joining means for each kind, as in CF: a ``LoopSource``'s schedule handler runs on the loop's thread once
+    /// per mode it newly joins, and a source signalled before it was added is performed; a ``LoopTimer`` is scheduled
+    /// for its ``LoopTimer/nextFireTime``; a ``DescriptorBackedSource`` (a ``FileDescriptorSource``, or one of
+    /// RunLoopKitServices' sources) is put in the loop's epoll set on its first add, on the calling thread, so a bad
+    /// descriptor is reported here and now; if other sources of this loop watch the same descriptor (the same open
+    /// file), it shares their registration instead: the loop watches the union of what they watch, and tells each
+    /// source only what it watches. An item belongs to one loop: its first add binds it.
+    /// - Throws: ``LoopError/Code/invalidated`` (an invalidated item, or a one-shot timer that fired: re-arm it with
+    ///   ``LoopTimer/setNextFireTime(_:)``), ``LoopError/Code/ownedByAnotherLoop``,
+    ///   ``LoopError/Code/loopTerminated`` (the loop's thread has exited); for a descriptor-backed source also
+    ///   ``LoopError/Code/badDescriptor`` (closed or invalid descriptor), ``LoopError/Code/descriptorNotPollable``
+    ///   (e.g. a regular file) and ``LoopError/Code/descriptorAlreadyRegistered`` (the descriptor is in the loop's
+    ///   epoll set, but not through a source of this loop: one of the loop's own descriptors).
+    public func add(_ item: LoopItem, to mode: Mode = .default) throws(LoopError) {
+        try add(AnyItem(item), to: mode)
     }
 
-    /// Adds a timer to `mode` (or to every common mode). Safe from any thread.
+    /// Removes `item` from `mode` (or from the common modes, for ``Mode/common``). Safe from any thread; removing what
+    /// is not there does nothing. The item stays valid and can be added again.
     ///
-    /// The timer is scheduled for its ``LoopTimer/nextFireTime``; from another thread the loop is woken so the
-    /// timer fires on time.
-    /// - Throws: ``LoopError/Code/invalidated``, ``LoopError/Code/ownedByAnotherLoop``,
-    ///   ``LoopError/Code/loopTerminated``.
-    public func add(_ timer: LoopTimer, to mode: Mode = .default) throws(LoopError) {
-        try add(.timer(timer), to: mode)
+    /// A ``LoopSource``'s cancel handler runs on the loop's thread; a ``LoopTimer`` removed from all its modes stops
+    /// firing; a descriptor-backed source stays in the epoll set until it is invalidated (invalidate it before
+    /// closing its descriptor), and RunLoopKitServices' sources keep counting what happens meanwhile (a signal's
+    /// deliveries, a file's changes), reported when they are added to a mode again.
+    public func remove(_ item: LoopItem, from mode: Mode = .default) {
+        remove(AnyItem(item), from: mode)
     }
 
-    /// Adds an observer to `mode` (or to every common mode). Safe from any thread.
-    ///
-    /// - Throws: ``LoopError/Code/invalidated``, ``LoopError/Code/ownedByAnotherLoop``,
-    ///   ``LoopError/Code/loopTerminated``.
-    public func add(_ observer: LoopObserver, to mode: Mode = .default) throws(LoopError) {
-        try add(.observer(observer), to: mode)
-    }
-
-    /// Adds a descriptor source to `mode` (or to every common mode). Safe from any thread.
-    ///
-    /// The first add puts the descriptor in the loop's epoll set, on the calling thread, so a bad descriptor is
-    /// reported here and now. If other sources of this loop watch the same descriptor (the same open file), the
-    /// source shares their registration instead: the loop watches the union of what they watch, and tells each
-    /// source only what it watches.
-    /// - Throws: ``LoopError/Code/badDescriptor`` (closed or invalid descriptor),
-    ///   ``LoopError/Code/descriptorAlreadyRegistered`` (the descriptor is in the loop's epoll set, but not through
-    ///   a source of this loop: one of the loop's own descriptors),
-    ///   ``LoopError/Code/descriptorNotPollable`` (e.g. a regular file), ``LoopError/Code/invalidated``,
-    ///   ``LoopError/Code/ownedByAnotherLoop``, ``LoopError/Code/loopTerminated``.
-    public func add(_ source: FileDescriptorSource, to mode: Mode = .default) throws(LoopError) {
-        try add(.descriptor(source), to: mode)
-    }
-
-    /// Removes a custom source from `mode` (or from the common modes), calling its cancel handler on the loop's
-    /// thread. Safe from any thread; removing what is not there does nothing.
-    public func remove(_ source: LoopSource, from mode: Mode = .default) {
-        remove(.source(source), from: mode)
-    }
-
-    /// Removes a timer from `mode` (or from the common modes). Safe from any thread; removing what is not there
-    /// does nothing. A timer removed from all its modes stops firing but stays valid and can be added again.
-    public func remove(_ timer: LoopTimer, from mode: Mode = .default) {
-        remove(.timer(timer), from: mode)
-    }
-
-    /// Removes an observer from `mode` (or from the common modes). Safe from any thread.
-    public func remove(_ observer: LoopObserver, from mode: Mode = .default) {
-        remove(.observer(observer), from: mode)
-    }
-
-    /// Removes a descriptor source from `mode` (or from the common modes). Safe from any thread.
-    ///
-    /// The descriptor stays registered until the source is invalidated; invalidate it before closing the descriptor.
-    public func remove(_ source: FileDescriptorSource, from mode: Mode = .default) {
-        remove(.descriptor(source), from: mode)
-    }
-
-    /// Whether `source` is in `mode` (for ``Mode/common``: whether it was added to the common modes). Safe from any
-    /// thread: on the loop's thread the answer includes changes just sent from other threads; from another thread
-    /// it is a snapshot of what the loop's thread has applied (a change sent from another thread shows once the
-    /// loop applied it, at its next pass), covering the loop's first 64 modes.
-    public func contains(_ source: LoopSource, in mode: Mode = .default) -> Bool {
-        contains(.source(source), in: mode)
-    }
-
-    /// Whether `timer` is in `mode`. Safe from any thread (see ``contains(_:in:)-(LoopSource,_)``).
-    public func contains(_ timer: LoopTimer, in mode: Mode = .default) -> Bool {
-        contains(.timer(timer), in: mode)
-    }
-
-    /// Whether `observer` is in `mode`. Safe from any thread (see ``contains(_:in:)-(LoopSource,_)``).
-    public func contains(_ observer: LoopObserver, in mode: Mode = .default) -> Bool {
-        contains(.observer(observer), in: mode)
-    }
-
-    /// Whether `source` is in `mode`. Safe from any thread (see ``contains(_:in:)-(LoopSource,_)``).
-    public func contains(_ source: FileDescriptorSource, in mode: Mode = .default) -> Bool {
-        contains(.descriptor(source), in: mode)
+    /// Whether `item` is in `mode` of this loop (for ``Mode/common``: whether it was added to the common modes). Safe
+    /// from any thread, as CF answers under its loop lock: on the loop's thread the answer includes changes just sent
+    /// from other threads; from another thread it is a snapshot of what the loop's thread has applied (a change sent
+    /// from another thread shows once the loop applied it, at its next pass), covering the loop's first 64 modes.
+    public func contains(_ item: LoopItem, in mode: Mode = .default) -> Bool {
+        contains(AnyItem(item), in: mode)
     }
 
     @inline(__always)
@@ -99,12 +49,12 @@ extension Loop {
         }
         // Checked before binding, so an item offered to a dead loop stays free for a live one.
         guard !isTerminated else { throw terminatedLoopError }  // A parent's loop in a fork() child included.
-        if let isolation = base.handlerIsolation { try requireIsolation(to: isolation) }
         guard base.bind(to: self) else {
             throw LoopError(.ownedByAnotherLoop, message: "the item already belongs to another loop")
         }
         if case .descriptor(let source) = item {
-            try register(source)  // Once per source and loop; later adds find it registered.
+            // Once per source and loop; later adds find it registered. An owned descriptor is held open meanwhile.
+            try source.withRegistrableDescriptor { () throws(LoopError) in try register(source) }
             // Invalidated meanwhile, on another thread, before it saw the registration: release it here.
             if !source.isValid { removeRegistration(of: source) }
         }
@@ -268,13 +218,13 @@ extension Loop {
     /// If the loop's thread has exited, the change is dropped with `source`; the wait learns it from the source's
     /// ``DropSignal`` or from its own ``Loop/isTerminated`` check.
     func addWaitSource(
-        _ source: FileDescriptorSource,
+        _ source: DescriptorBackedSource,
         to mode: Mode,
         completion: @escaping @Sendable ((any Error)?) -> Void
     ) {
         onLoopThread { [self] in
             do {
-                try add(source, to: mode)
+                try add(AnyItem.descriptor(source), to: mode)
                 completion(nil)
             } catch {
                 completion(error)

@@ -67,7 +67,7 @@ extension Loop {
     /// loop again and again meanwhile. Only for a source with a limit. Loop thread only.
     @inline(never)
     func rateLimitHoldsBack(
-        _ source: FileDescriptorSource, _ events: FileDescriptorSource.Events, in state: ModeState
+        _ source: DescriptorBackedSource, _ events: DescriptorBackedSource.Events, in state: ModeState
     ) -> Bool {
         guard let limiter = source.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
             return false
@@ -142,16 +142,7 @@ extension Loop {
 
     /// Calls the item's rate-limit handler, if one is set. Loop thread only.
     private func tellRateLimitHandler(of item: AnyItem, _ limiter: RateLimiter, isLimited: Bool) {
-        guard let handler = limiter.settings.withLock({ $0.handler }) else { return }
-        switch item {
-        case .source(let source):
-            (handler as? @Sendable (LoopSource, Bool) -> Void)?(source, isLimited)
-        case .descriptor(let source):
-            (handler as? @Sendable (FileDescriptorSource, Bool) -> Void)?(source, isLimited)
-        case .timer(let timer):
-            (handler as? @Sendable (LoopTimer, Bool) -> Void)?(timer, isLimited)
-        case .observer:
-            break
-        }
+        guard let callout = limiter.settings.withLock({ $0.callout }) else { return }
+        callout(item.base, isLimited)
     }
 }

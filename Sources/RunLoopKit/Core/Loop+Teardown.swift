@@ -33,7 +33,7 @@ extension Loop {
         poller.close()
         // Released here, with the loop consistent: their deinits may call in.
         withExtendedLifetime((callbacks, passHandler)) {}
-        // Every item is out of this loop now, its state reset: another loop may take it (``ItemCore/bind(to:)``).
+        // Every item is out of this loop now, its state reset: another loop may take it (``LoopItem/bind(to:)``).
         control.lifecycle.store(.released, ordering: .releasing)
     }
 

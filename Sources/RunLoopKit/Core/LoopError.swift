@@ -33,10 +33,6 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidTolerance = Code("invalidTolerance")
         /// Running the ``Loop/Mode/common`` pseudo-mode, which names a set of modes, not one.
         public static let invalidMode = Code("invalidMode")
-        /// An item whose handler is isolated to an actor (`@MainActor`, or an actor passed as `isolatedTo:`) was
-        /// offered to a loop whose thread is not that actor's: `@MainActor` handlers go to ``Loop/main`` only, and an
-        /// actor's handlers to the loop that is its executor.
-        public static let isolationMismatch = Code("isolationMismatch")
         /// An argument outside its documented range, e.g. a helper's batch size below one.
         public static let invalidArgument = Code("invalidArgument")
         /// The ``LoopThread`` was stopped (or is stopping) and accepts no more work.

@@ -56,7 +56,7 @@ public final class CommitBeforeSleep<Update: Sendable>: Sendable {
         self.modes = modes
         self.order = order
         self.commitHandler = commit
-        let observer = LoopObserver(activities: [.beforeWaiting, .exit], order: order) { [weak self] _ in
+        let observer = LoopObserver(activities: [.beforeWaiting, .exit], order: order) { [weak self] _, _ in
             self?.commit()
         }
         state.withLock { $0.observer = observer }

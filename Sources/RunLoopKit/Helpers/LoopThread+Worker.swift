@@ -49,7 +49,7 @@ extension LoopThread {
         /// Puts the control source in `loop`'s default mode: it keeps the mode from being empty (so `run()`
         /// sleeps instead of returning) and is signalled only by ``requestStop()``. Worker thread only.
         func installControl(on loop: Loop) throws(LoopError) {
-            let source = LoopSource { [weak self] in self?.controlFired() }
+            let source = LoopSource { [weak self] _ in self?.controlFired() }
             control.withLock { $0 = source }
             try loop.add(source, to: .default)
         }

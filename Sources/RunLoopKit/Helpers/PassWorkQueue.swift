@@ -34,7 +34,7 @@ public final class PassWorkQueue: Sendable {
     public let order: Int
 
     /// Keeps the modes from being empty while tasks are pending; never signalled.
-    private let keepAlive = LoopSource(perform: {})
+    private let keepAlive = LoopSource(perform: { _ in })
     private let state = Locked(State())
 
     /// Creates a queue for `loop`'s passes in `modes`.
@@ -70,7 +70,7 @@ public final class PassWorkQueue: Sendable {
         self.timeBudget = timeBudget
         self.modes = modes
         self.order = order
-        let observer = LoopObserver(activities: .beforeWaiting, order: order) { [weak self] _ in
+        let observer = LoopObserver(activities: .beforeWaiting, order: order) { [weak self] _, _ in
             self?.runBatch()
         }
         state.withLock { $0.observer = observer }

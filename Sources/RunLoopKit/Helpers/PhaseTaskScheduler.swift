@@ -45,7 +45,7 @@ public final class PhaseTaskScheduler: Sendable {
         self.loop = loop
         self.order = order
         let queue = self.queue
-        observer = LoopObserver(activities: [.afterWaiting, .beforeWaiting, .exit], order: order) { activity in
+        observer = LoopObserver(activities: [.afterWaiting, .beforeWaiting, .exit], order: order) { _, activity in
             queue.handle(activity, on: Loop.current)
         }
         try loop.add(observer, to: .common)

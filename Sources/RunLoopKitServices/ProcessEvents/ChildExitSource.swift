@@ -4,54 +4,34 @@ import RunLoopKitSystem
 
 /// Calls a handler once, on the loop's thread, when a given child process exits, with how it ended.
 ///
-/// Linux mechanism: the source opens a pidfd for the child (`pidfd_open`, Linux 5.3+) and watches it with a
-/// ``FileDescriptorSource``; the kernel makes a pidfd readable when its process exits. The source then reaps the
+/// Linux mechanism: the source opens a pidfd for the child (`pidfd_open`, Linux 5.3+), the descriptor its loop watches
+/// (a ``DescriptorBackedSource``); the kernel makes a pidfd readable when its process exits. The source then reaps the
 /// child with `waitid(P_PIDFD, ..., WEXITED)` (Linux 5.4+), so no zombie is left, and calls the handler with the
 /// ``ChildExitStatus``. A child that exited before the source was created or added still fires, on the first pass
 /// that runs one of the source's modes. If something else reaped the child first (a `waitpid(-1, ...)` loop, a
 /// `SIGCHLD` handler, `SIGCHLD` ignored), the handler still runs, with ``ChildExitStatus/reapedElsewhere``.
 ///
-/// The pidfd is close-on-exec (the kernel sets the flag), belongs to the source and is closed once nothing can use
-/// it: at once when an unscheduled source is invalidated, otherwise right after the loop has dropped the source
-/// (after firing or invalidation, at the loop's next pass from another thread), or with its loop when the loop's
-/// thread exits first. A source never fires twice: it is invalid from the moment its handler is called.
+/// The pidfd is close-on-exec (the kernel sets the flag) and belongs to the source: it is closed once the source fired
+/// or was invalidated (and no call under way on the loop's thread uses it), or when the source is released. A source never fires twice: it is invalid from
+/// the moment its handler is called.
 ///
 /// Create the source before anything else could reap the child: a reaped child's pid can be reused, and then
 /// `init` refuses it (not a child) or, worse, watches the newer process if it is also our child.
 ///
-/// Threading: `init`, ``Loop/add(_:to:)-(ChildExitSource,_)``, ``Loop/remove(_:from:)-(ChildExitSource,_)``,
-/// ``invalidate()`` and ``isValid`` are safe from any thread; the handler runs on the loop's thread and may
-/// invalidate or inspect its source. A source belongs to at most one loop, in any number of its modes; while
-/// scheduled, the loop keeps it alive (the caller need not hold it).
-public final class ChildExitSource: Sendable {
+/// Threading: `init`, the loop's `add`/`remove`, ``LoopItem/invalidate()`` and ``LoopItem/isValid`` are safe from any
+/// thread; the handler runs on the loop's thread and may invalidate or inspect its source. A source belongs to at most
+/// one loop, in any number of its modes; while scheduled, the loop keeps it alive (the caller need not hold it).
+public final class ChildExitSource: DescriptorBackedSource, @unchecked Sendable {  // Unchecked: as its base.
     /// The watched child's process id.
     public let pid: pid_t
-    /// Among descriptors ready in the same pass, lower orders are handled first.
-    public let order: Int
 
-    /// Where the source stands; see ``Registration``.
-    private let registration: Locked<Registration>
-
-    /// The three states of a source, and what it holds in each.
-    ///
-    /// The descriptor source's handler holds the relay, the relay holds the pidfd and (while an add is in flight
-    /// or done) this source. So while unscheduled this source holds the descriptor source strongly, and once added
-    /// only weakly: the loop keeps the chain alive, and when the loop lets go (fired, invalidated, thread exited)
-    /// the whole chain is freed and the pidfd closed, with no reference cycle left behind.
-    private enum Registration: Sendable {
-        /// Not yet in a loop; `addsInFlight` counts `add` calls between their start and their outcome.
-        case unscheduled(FileDescriptorSource, ChildExitRelay, addsInFlight: Int)
-        /// Added to a loop, which owns the descriptor source now.
-        case scheduled(WeakDescriptorSource)
-        /// Fired or invalidated.
-        case finished
-    }
+    let handler: @Sendable (ChildExitSource, ChildExitStatus) -> Void
 
     /// Creates a source for the child process `pid`, not yet in any loop.
     ///
     /// - Parameters:
     ///   - pid: A child of this process (spawned by any of its threads) that nothing else reaps.
-    ///   - order: Among descriptors ready in the same pass, lower orders are handled first. Default 0.
+    ///   - order: Among descriptor-backed sources ready in the same pass, lower orders are handled first. Default 0.
     ///   - handler: Called once on the loop's thread, with the source (already invalid) and how the child ended;
     ///     the child has been reaped when it runs.
     /// - Throws: ``LoopError/Code/invalidArgument`` when `pid` is not a live or exited-but-unreaped child of this
@@ -73,115 +53,42 @@ public final class ChildExitSource: Sendable {
         } catch {
             throw Self.openError(error, pid: pid)
         }
-        // The relay owns the pidfd from here on: every early exit below closes it by freeing the relay.
-        let relay = ChildExitRelay(pidfd: pidfd, handler: handler)
         do {
             _ = try PidFD.peek(pidfd)  // Refuses a process that is not our child; reaps nothing.
         } catch {
+            FileDescriptorCalls.close(pidfd)
             throw Self.checkError(error, pid: pid)
         }
-        let descriptorSource = try FileDescriptorSource(descriptor: pidfd, order: order) { events in
-            guard !events.contains(.invalid) else { return }  // The pidfd is ours: only a refused change gets here.
-            relay.descriptorReady()
-        }
         self.pid = pid
-        self.order = order
-        registration = Locked(.unscheduled(descriptorSource, relay, addsInFlight: 0))
-    }
-
-    /// Whether the source can still be added and fire: false once it fired, was invalidated, or its loop's thread
-    /// exited before the child did. Safe from any thread.
-    public var isValid: Bool {
-        registration.withLock { state in
-            switch state {
-            case .unscheduled: true
-            case .scheduled(let weak): weak.source?.isValid ?? false
-            case .finished: false
-            }
-        }
-    }
-
-    /// Stops watching for good, without reaping the child (reap it yourself, e.g. with `waitpid`). Safe from any
-    /// thread; invalidating twice does nothing.
-    ///
-    /// After it returns no new handler call starts (one that already started finishes). The pidfd is closed at once
-    /// when the source was never added or when called on the loop's thread; from another thread, when the loop
-    /// applies the invalidation (before its next pass).
-    public func invalidate() {
-        let descriptorSource = registration.withLock { state -> FileDescriptorSource? in
-            defer { state = .finished }
-            return Self.descriptorSource(in: state)
-        }
-        descriptorSource?.invalidate()
-    }
-
-    // MARK: Scheduling (for Loop's add/remove/contains)
-
-    /// Adds the source's descriptor source to `mode` of `loop`; the loop keeps the source alive from then on.
-    func schedule(on loop: Loop, in mode: Loop.Mode) throws(LoopError) {
-        let descriptorSource = registration.withLock { state -> FileDescriptorSource? in
-            if case .unscheduled(let source, let relay, let addsInFlight) = state {
-                state = .unscheduled(source, relay, addsInFlight: addsInFlight + 1)
-                relay.attach(self)  // Before the add: the loop may handle the descriptor at once.
-            }
-            return Self.descriptorSource(in: state)
-        }
-        guard let descriptorSource else {
-            throw LoopError(.invalidated, message: "a child-exit source that fired or was invalidated cannot be added")
-        }
-        do {
-            try loop.add(descriptorSource, to: mode)
-        } catch {
-            registration.withLock { state in
-                guard case .unscheduled(let source, let relay, let addsInFlight) = state else { return }
-                state = .unscheduled(source, relay, addsInFlight: addsInFlight - 1)
-                if addsInFlight == 1 { relay.detach() }  // Never scheduled: no cycle may keep the pidfd open.
-            }
-            throw error
-        }
-        registration.withLock { state in
-            guard case .unscheduled(let source, _, _) = state else { return }
-            state = .scheduled(WeakDescriptorSource(source: source))
-        }
-    }
-
-    /// The descriptor source while the source can still fire, else `nil`.
-    var scheduledDescriptorSource: FileDescriptorSource? {
-        registration.withLock { Self.descriptorSource(in: $0) }
-    }
-
-    private static func descriptorSource(in state: Registration) -> FileDescriptorSource? {
-        switch state {
-        case .unscheduled(let source, _, _): source
-        case .scheduled(let weak): weak.source
-        case .finished: nil
-        }
+        self.handler = handler
+        try super.init(
+            descriptor: pidfd, events: .readable, order: order, ownsDescriptor: true,
+            callout: { source, events in unsafeDowncast(source, to: ChildExitSource.self).childReady(events) })
     }
 
     // MARK: Firing
 
     /// The pidfd became readable: the child exited. Reaps it and calls `handler`, unless invalidated first.
-    /// Loop thread only (called from the descriptor source's handler).
-    func childExited(pidfd: CInt, handler: @Sendable (ChildExitSource, ChildExitStatus) -> Void) {
-        // Look before reaping, so that an invalidation winning the claim below leaves the child for its owner.
-        do {
-            guard try PidFD.peek(pidfd) != nil else { return }  // Not exited after all: keep watching.
-        } catch {
-            guard error.errno == ECHILD else { Self.trapOnWaitFailure(error) }  // ECHILD: reaped elsewhere, so exited.
+    /// Loop thread only.
+    private func childReady(_ events: Events) {
+        guard !events.contains(.invalid), isValid else { return }  // The pidfd is ours: only a refused change fails.
+        let reaped = withOwnedDescriptor { (pidfd: CInt) -> ChildExitStatus? in
+            // Look before reaping, so that an invalidation winning the claim below leaves the child for its owner.
+            do throws(SystemError) {
+                guard try PidFD.peek(pidfd) != nil else { return nil }  // Not exited after all: keep watching.
+            } catch {
+                guard error.errno == ECHILD else { Self.trapOnWaitFailure(error) }  // ECHILD: reaped elsewhere.
+            }
+            guard markInvalid() else { return nil }  // Claimed here, or invalidated on another thread first.
+            do throws(SystemError) {
+                return try PidFD.reap(pidfd).map(ChildExitStatus.init) ?? .reapedElsewhere
+            } catch {
+                guard error.errno == ECHILD else { Self.trapOnWaitFailure(error) }
+                return .reapedElsewhere
+            }
         }
-        let claimed = registration.withLock { state -> FileDescriptorSource? in
-            defer { state = .finished }
-            return Self.descriptorSource(in: state)
-        }
-        guard let descriptorSource = claimed else { return }
-        descriptorSource.invalidate()  // On the loop's thread: out of the epoll set now; the pidfd closes after.
-        let status: ChildExitStatus
-        do {
-            status = try PidFD.reap(pidfd).map(ChildExitStatus.init) ?? .reapedElsewhere
-        } catch {
-            guard error.errno == ECHILD else { Self.trapOnWaitFailure(error) }
-            status = .reapedElsewhere
-        }
+        guard let status = reaped ?? nil else { return }
+        finishInvalidation()  // On the loop's thread: out of the epoll set and every mode now; the pidfd closes.
         handler(self, status)
     }
 

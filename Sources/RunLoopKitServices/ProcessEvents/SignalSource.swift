@@ -24,35 +24,27 @@ import Synchronization
 /// the real-time signals the C library keeps for itself (32 and 33). SIGPIPE is allowed: its handler returns
 /// and the write fails with `EPIPE` instead of ending the process.
 ///
-/// Threading: the initialiser, ``invalidate()``, ``isValid`` and the loop's `add`/`remove` are safe from any
-/// thread (never from a C signal handler); the handler runs on the loop's thread with no RunLoopKit lock held,
-/// and may invalidate its own source. A source belongs to at most one loop, in any number of its modes. A
-/// signal sent to the process reaches some thread that does not block it; if every thread blocks it, it stays
-/// pending and no source sees it.
-public final class SignalSource: Sendable {
+/// Threading: the initialiser, ``LoopItem/invalidate()``, ``LoopItem/isValid`` and the loop's `add`/`remove` are safe
+/// from any thread (never from a C signal handler); the handler runs on the loop's thread with no RunLoopKit lock
+/// held, and may invalidate its own source. A source belongs to at most one loop, in any number of its modes; while
+/// in a loop, the loop keeps it alive. Like every ``DescriptorBackedSource``, it may carry a rate limit and need not
+/// keep runs alive (``LoopEventItem``). A signal sent to the process reaches some thread that does not block it; if
+/// every thread blocks it, it stays pending and no source sees it.
+public final class SignalSource: DescriptorBackedSource, @unchecked Sendable {  // Unchecked: as its base.
     /// The watched signal number.
     public let signal: CInt
-    /// Among signal and descriptor sources ready in the same pass, lower orders are handled first.
-    public let order: Int
 
     let handler: @Sendable (SignalSource, Int) -> Void
-    /// The eventfd the relay adds one to per delivery; owned by the source, closed in `deinit`.
-    let eventDescriptor: CInt
+    /// Its place in the relay's table; withdrawn once, at invalidation or release, whichever comes first.
     private let attachment: SignalRelay.Attachment
-    private let valid = Atomic<Bool>(true)
-    /// The descriptor source that watches `eventDescriptor` in the source's loop, made by the first `add`.
-    ///
-    /// Weak: the loop holds the descriptor source, whose handler holds this source, so a source added to a loop
-    /// lives as long as the loop keeps it (until invalidated, or its thread exits), like any other item.
-    private let watcher = Locked<WeakDescriptorSource>(WeakDescriptorSource())
+    private let attached = Atomic<Bool>(true)
 
     /// Creates a source watching `signal`, replacing the signal's disposition from now until the last source
     /// of the signal is invalidated or released. Safe from any thread.
     ///
     /// - Parameters:
     ///   - signal: The signal number, e.g. `SIGTERM`.
-    ///   - order: Among signal and descriptor sources ready in the same pass, lower orders are handled first.
-    ///     Default 0.
+    ///   - order: Among descriptor-backed sources ready in the same pass, lower orders are handled first. Default 0.
     ///   - handler: Called on the loop's thread with the source and the number of deliveries since its last call
     ///     (at least 1).
     /// - Throws: ``LoopError/Code/invalidArgument`` for a signal that cannot be watched (see the type's
@@ -78,62 +70,43 @@ public final class SignalSource: Sendable {
             throw error
         }
         self.signal = signal
-        self.order = order
         self.handler = handler
-        self.eventDescriptor = descriptor
         self.attachment = attachment
+        do {
+            try super.init(
+                descriptor: descriptor, events: .readable, order: order, ownsDescriptor: true,
+                callout: { source, events in unsafeDowncast(source, to: SignalSource.self).deliver(events) },
+                invalidationStep: { source in unsafeDowncast(source, to: SignalSource.self).withdraw() })
+        } catch {
+            SignalRelay.detach(attachment)  // The base closed the eventfd (only a closed one can make it throw).
+            throw error
+        }
     }
 
     deinit {
-        if valid.load(ordering: .acquiring) { SignalRelay.detach(attachment) }
-        FileDescriptorCalls.close(eventDescriptor)
+        withdraw()  // Before the base closes the eventfd: the relay's C handler must never write to it again.
     }
 
-    /// Whether the source can still be added and handled. Safe from any thread.
-    public var isValid: Bool { valid.load(ordering: .acquiring) }
-
-    /// Stops watching for good: removes the source from every mode of its loop and withdraws it from the signal,
-    /// restoring the signal's previous disposition if this was its last source. Safe from any thread, including
-    /// the source's own handler.
-    ///
-    /// After it returns no new handler call starts (one already running finishes), deliveries not yet handled
-    /// are dropped, and the relay's C handler will not touch the source's eventfd again: to make sure of that it
-    /// may wait, for the few microseconds it takes, for that handler to return on a thread receiving the signal
-    /// at this moment.
-    public func invalidate() {
-        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        watcher.withLock { $0.source }?.invalidate()
+    /// Withdraws the source from its signal, restoring the signal's previous disposition if it was its last source.
+    /// After it returns, the relay's C handler will not touch the source's eventfd again: to make sure of that it may
+    /// wait, for the few microseconds it takes, for that handler to return on a thread receiving the signal at this
+    /// moment. Deliveries not yet handled are dropped. Once; any thread.
+    private func withdraw() {
+        guard attached.exchange(false, ordering: .acquiringAndReleasing) else { return }
         SignalRelay.detach(attachment)
     }
 
-    /// Adds the source to `mode` of `loop`, making its descriptor source on the first add.
-    func add(to loop: Loop, mode: Loop.Mode) throws(LoopError) {
-        try watcher.withLock { watcher throws(LoopError) in
-            guard isValid else {
-                throw LoopError(.invalidated, message: "an invalidated item cannot be added to a loop")
-            }
-            try watcher.add(to: loop, mode: mode, making: makeDescriptorSource)
-        }
-    }
-
-    /// The descriptor source in the source's loop, if it was added to one that still holds it.
-    var descriptorSource: FileDescriptorSource? { watcher.withLock { $0.source } }
-
-    private func makeDescriptorSource() throws(LoopError) -> FileDescriptorSource {
-        try FileDescriptorSource(descriptor: eventDescriptor, events: .readable, order: order) { [self] events in
-            guard !events.contains(.invalid) else { return }  // The eventfd is ours: only a refused change gets here.
-            deliver()
-        }
-    }
-
     /// On the loop's thread: takes the deliveries counted since the last call and hands them to the handler.
-    private func deliver() {
-        guard isValid else { return }
-        do {
-            try EventFD.drain(eventDescriptor)
-        } catch {
-            trap("RunLoopKit: reading a signal source's eventfd failed: \(error)")
+    private func deliver(_ events: Events) {
+        guard !events.contains(.invalid), isValid else { return }  // The eventfd is ours: only a refused change fails.
+        let drained = withOwnedDescriptor { descriptor in
+            do {
+                try EventFD.drain(descriptor)
+            } catch {
+                trap("RunLoopKit: reading a signal source's eventfd failed: \(error)")
+            }
         }
+        guard drained != nil else { return }  // Invalidated on another thread meanwhile.
         let count = SignalRelay.takeDeliveries(of: attachment)
         guard count > 0 else { return }
         handler(self, Int(clamping: count))

@@ -18,45 +18,33 @@ import Synchronization
 /// gets ``FileChange/Kind/overflow`` where changes were dropped, the sign to rescan. Changes that happen before the
 /// source is added to a loop, or while none of its modes runs, wait in that queue.
 ///
-/// The source owns the inotify descriptor. ``invalidate()`` takes it out of the loop's epoll set and closes it,
-/// which removes every watch: at once, or, when a delivery is under way on the loop's thread at that moment, as
-/// soon as that delivery returns. A source nobody holds that is in no loop is closed the same way.
+/// The source owns the inotify descriptor. ``LoopItem/invalidate()`` takes it out of the loop's epoll set, removes every
+/// watch and closes it: at once, or, when a delivery is under way on the loop's thread at that moment, as soon as that
+/// delivery returns. A source nobody holds that is in no loop is closed the same way.
 ///
 /// Like CF's custom sources, a source belongs to at most one loop, in any number of its modes; while it is in a
 /// loop, the loop keeps it alive (the caller need not hold it) until it is invalidated or the loop's thread exits.
 ///
-/// Threading: `init`, ``addWatch(_:for:)``, ``removeWatch(_:)``, ``watches``, ``invalidate()``, ``isValid`` and the
-/// loop's `add`/`remove`/`contains` are safe from any thread; the handler runs on the loop's thread with no
-/// RunLoopKit lock held, and may add and remove watches or invalidate its source.
-public final class FileChangeSource: Sendable {
-    /// Among descriptor-backed sources ready in the same pass, lower orders are handled first.
-    public let order: Int
-
+/// A storm of changes can be paced with a rate limit (``LoopEventItem/rateLimit``): each time the loop finds the source
+/// ready counts as one call (the handler is then called once per queued change), and a paused source lets the kernel
+/// queue changes meanwhile; past the queue's capacity the handler hears ``FileChange/Kind/overflow``.
+///
+/// Threading: `init`, ``addWatch(_:for:)``, ``removeWatch(_:)``, ``watches``, ``LoopItem/invalidate()``,
+/// ``LoopItem/isValid`` and the loop's `add`/`remove`/`contains` are safe from any thread; the handler runs on the
+/// loop's thread with no RunLoopKit lock held, and may add and remove watches or invalidate its source.
+public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable {  // Unchecked: see `buffer`.
     let handler: @Sendable (FileChangeSource, FileChange) -> Void
     /// Tells this source's watches from another's (watch descriptors are numbered per instance).
     private let serial: UInt64
-    private let valid = Atomic<Bool>(true)
-    private let state: Locked<State>
-
-    /// What the source holds, under one lock: reads of ``State/watches`` per change, a watch added or removed, an
-    /// add to a loop, invalidation.
-    private struct State: Sendable {
-        /// The inotify instance, until invalidation.
-        var instance: InotifyInstance?
-        /// The descriptor source in the loop, made by the first `add`. Weak: the loop holds it, its handler holds
-        /// this source, so a source in a loop lives as long as the loop keeps it.
-        var watcher = WeakDescriptorSource()
-        /// The live watches, by watch descriptor.
-        var watches: [CInt: Watch] = [:]
-        /// What ``keepsRunAlive`` was last set to, for a descriptor source made later.
-        var keepsRunAlive = true
-        /// What ``rateLimit`` was last set to, for a descriptor source made later.
-        var rateLimit: RateLimit?
-        /// Why the loop stopped watching the instance, when it did.
-        var failure: LoopError?
-    }
+    /// The live watches, by watch descriptor; emptied by invalidation. Any thread.
+    private let watchTable = Locked<[CInt: Watch]>([:])
+    /// Where records are read, reused by every delivery: about 500 records with short names, allocated once per
+    /// source and freed with it. The loop's thread only (one delivery at a time: a nested run never calls a handler
+    /// that is already running).
+    private let buffer: UnsafeMutableRawBufferPointer
 
     private static let serials = Atomic<UInt64>(0)
+    private static let bufferSize = 16 * 1024
 
     /// Creates a source with no watch yet, not in any loop. Any thread.
     ///
@@ -73,10 +61,20 @@ public final class FileChangeSource: Sendable {
         } catch {
             throw Self.creationError(error)
         }
-        self.order = order
         self.handler = handler
         serial = Self.serials.add(1, ordering: .relaxed).newValue
-        state = Locked(State(instance: InotifyInstance(descriptor: descriptor)))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: Self.bufferSize, alignment: MemoryLayout<inotify_event>.alignment)
+        self.buffer = buffer
+        do {
+            try super.init(
+                descriptor: descriptor, events: .readable, order: order, ownsDescriptor: true,
+                callout: { source, events in unsafeDowncast(source, to: FileChangeSource.self).deliver(events) },
+                invalidationStep: { source in unsafeDowncast(source, to: FileChangeSource.self).removeAllWatches() })
+        } catch {
+            buffer.deallocate()  // The base closed the descriptor.
+            throw error
+        }
     }
 
     /// Creates a source watching `path` for `changes`, not in any loop: ``init(order:handler:)`` and
@@ -93,49 +91,13 @@ public final class FileChangeSource: Sendable {
         try addWatch(path, for: changes)
     }
 
-    /// Whether the source can still be added and report changes: false once invalidated. Safe from any thread.
-    public var isValid: Bool { valid.load(ordering: .acquiring) }
-
-    /// Why the loop stopped watching the source's descriptor (the kernel refused a change of its epoll
-    /// registration), which invalidated the source; `nil` otherwise. Safe from any thread.
-    public var failure: LoopError? { state.withLock { $0.failure } }
-
-    /// At most how often the source reads its queue and hands what it found to the handler: `nil` (the default) for
-    /// no limit. Safe from any thread. For a watch on files that change in a storm: each time the loop finds the
-    /// source ready counts as one call (the handler is then called once per queued change), and a call that would
-    /// exceed the limit pauses the source until the limit's window ends, while the kernel keeps queueing changes. Past
-    /// its queue's capacity the kernel drops them and the handler hears ``FileChange/Kind/overflow``, so nothing is
-    /// lost silently. See ``RateLimit``, and Docs/Services.md, "Rate limits".
-    public var rateLimit: RateLimit? {
-        get { state.withLock { $0.rateLimit } }
-        set {
-            state.withLock { state in
-                state.rateLimit = newValue
-                state.watcher.source?.rateLimit = newValue
-            }
-        }
-    }
-
-    /// Whether the source is paused by its ``rateLimit`` now. Safe from any thread; the answer may be stale at once.
-    public var isRateLimited: Bool { descriptorSource?.isRateLimited ?? false }
-
-    /// Whether the source keeps runs of its modes going (default `true`, CF's rule for every source). Set it to
-    /// `false` for a source that should report while the loop runs for other reasons but never be the reason
-    /// (libuv's `uv_unref`), as a daemon's watcher usually should. Safe from any thread; from another thread it takes
-    /// effect at the loop's next pass.
-    public var keepsRunAlive: Bool {
-        get { state.withLock { $0.keepsRunAlive } }
-        set {
-            state.withLock { state in
-                state.keepsRunAlive = newValue
-                state.watcher.source?.keepsRunAlive = newValue
-            }
-        }
+    deinit {
+        buffer.deallocate()
     }
 
     /// The paths watched now, in the order they were first added. Safe from any thread.
     public var watches: [Watch] {
-        state.withLock { $0.watches.values.sorted { $0.descriptor < $1.descriptor } }
+        watchTable.withLock { $0.values.sorted { $0.descriptor < $1.descriptor } }
     }
 
     /// Starts watching `path` for `changes`, from now on; answers its watch, which every ``FileChange`` of it names.
@@ -159,19 +121,20 @@ public final class FileChangeSource: Sendable {
         guard !path.isEmpty, !path.utf8.contains(0) else {
             throw LoopError(.invalidArgument, message: "\"\(path)\" is not a path (empty, or it holds a NUL byte)")
         }
-        return try state.withLock { state throws(LoopError) -> Watch in
-            guard let instance = state.instance else {
+        return try watchTable.withLock { table throws(LoopError) -> Watch in
+            // Under the lock, which invalidation's removal of every watch takes too: none is added after it.
+            guard isValid else {
                 throw LoopError(.invalidated, message: "an invalidated file-change source cannot watch \(path)")
             }
             let descriptor: CInt
             do throws(SystemError) {
-                descriptor = try Inotify.addWatch(instance.descriptor, path: path, mask: mask)
+                descriptor = try Inotify.addWatch(watchedDescriptor, path: path, mask: mask)
             } catch {
                 throw Self.watchError(error, path: path)
             }
-            if let existing = state.watches[descriptor] { return existing }
+            if let existing = table[descriptor] { return existing }
             let watch = Watch(path: path, descriptor: descriptor, sourceSerial: serial)
-            state.watches[descriptor] = watch
+            table[descriptor] = watch
             return watch
         }
     }
@@ -182,87 +145,47 @@ public final class FileChangeSource: Sendable {
     /// Changes it saw that were not handled yet are dropped, and no ``FileChange/Kind/watchEnded`` is reported for it.
     public func removeWatch(_ watch: Watch) {
         guard watch.sourceSerial == serial else { return }
-        state.withLock { state in
-            guard let instance = state.instance, state.watches.removeValue(forKey: watch.descriptor) != nil else {
-                return
-            }
-            do throws(SystemError) {
-                try Inotify.removeWatch(instance.descriptor, watch.descriptor)
-            } catch {
-                // EINVAL: the kernel ended the watch already (its IN_IGNORED is queued, and will be dropped).
-                require(error.errno == EINVAL, "RunLoopKit: inotify_rm_watch on a file-change source failed: \(error)")
-            }
+        watchTable.withLock { table in
+            guard table.removeValue(forKey: watch.descriptor) != nil else { return }
+            removeKernelWatch(watch.descriptor)
         }
     }
 
-    /// Stops watching for good: takes the source out of every mode of its loop and closes its inotify descriptor,
-    /// which removes every watch. Safe from any thread, the handler included; invalidating twice does nothing.
-    ///
-    /// After it returns no new handler call starts (one already running finishes), changes not yet handled are
-    /// dropped, and the descriptor is closed, or, when a delivery is under way on the loop's thread, closed as soon
-    /// as it returns.
-    public func invalidate() {
-        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        let (instance, descriptorSource) = state.withLock { state in
-            defer {
-                state.instance = nil
-                state.watches = [:]
-            }
-            return (state.instance, state.watcher.source)
-        }
-        // Out of the epoll set first, on this thread; then the instance is let go (closed unless a delivery holds it).
-        withExtendedLifetime(instance) { descriptorSource?.invalidate() }
-    }
-
-    // MARK: Scheduling (for Loop's add/remove/contains)
-
-    /// Adds the source to `mode` of `loop`, making its descriptor source on the first add.
-    func add(to loop: Loop, mode: Loop.Mode) throws(LoopError) {
-        try state.withLock { state throws(LoopError) in
-            guard isValid, let instance = state.instance else {
-                throw LoopError(.invalidated, message: "an invalidated file-change source cannot be added to a loop")
-            }
-            let (keepsRunAlive, rateLimit) = (state.keepsRunAlive, state.rateLimit)
-            try state.watcher.add(to: loop, mode: mode) { () throws(LoopError) in
-                try makeDescriptorSource(watching: instance.descriptor)
-            } preparing: { source in
-                source.keepsRunAlive = keepsRunAlive
-                if let rateLimit { source.rateLimit = rateLimit }
-            }
+    /// Invalidation's own step: every watch ends, so the kernel queues nothing more. Any thread.
+    private func removeAllWatches() {
+        watchTable.withLock { table in
+            for descriptor in table.keys { removeKernelWatch(descriptor) }
+            table.removeAll()
         }
     }
 
-    /// The descriptor source in the source's loop, if it was added to one that still holds it.
-    var descriptorSource: FileDescriptorSource? { state.withLock { $0.watcher.source } }
-
-    /// The inotify descriptor, until invalidation (for tests that aim a fault at it).
-    var inotifyDescriptor: CInt? { state.withLock { $0.instance?.descriptor } }
-
-    private func makeDescriptorSource(watching descriptor: CInt) throws(LoopError) -> FileDescriptorSource {
-        try FileDescriptorSource(descriptor: descriptor, events: .readable, order: order) { [self] source, events in
-            guard !events.contains(.invalid) else { return stopWatching(after: source.failure) }
-            deliver()
+    private func removeKernelWatch(_ descriptor: CInt) {
+        do throws(SystemError) {
+            try Inotify.removeWatch(watchedDescriptor, descriptor)
+        } catch {
+            // EINVAL: the kernel ended the watch already (its IN_IGNORED is queued, and will be dropped).
+            require(error.errno == EINVAL, "RunLoopKit: inotify_rm_watch on a file-change source failed: \(error)")
         }
     }
 
-    /// The loop could no longer watch the descriptor (a refused change of its registration): the source is
-    /// invalidated, with the reason in ``failure``, rather than left silently dead. Loop thread only.
-    private func stopWatching(after failure: LoopError?) {
-        state.withLock { $0.failure = failure }
-        invalidate()
-    }
+    /// The inotify descriptor, until invalidation closed it (for tests that aim a fault at it).
+    var inotifyDescriptor: CInt? { withOwnedDescriptor { $0 } ?? nil }
 
     // MARK: Delivery
 
-    /// The inotify descriptor is readable: reads every queued record, into the instance's buffer, and hands each
-    /// change to the handler, until the queue is empty or the source is invalidated. Loop thread only.
-    private func deliver() {
-        guard let instance = state.withLock({ $0.instance }) else { return }  // Held until this delivery returns.
-        let buffer = instance.buffer
+    /// The inotify descriptor is readable: reads every queued record into the source's buffer and hands each change
+    /// to the handler, until the queue is empty or the source is invalidated. Loop thread only.
+    private func deliver(_ events: Events) {
+        guard !events.contains(.invalid) else { return }  // A refused change: the loop invalidated the source.
+        _ = withOwnedDescriptor { descriptor in read(from: descriptor) }  // Held open until this delivery returns.
+    }
+
+    /// Reads and hands on every queued record of the inotify `descriptor`. Loop thread only.
+    private func read(from descriptor: CInt) {
         while isValid {
             let count: Int
             do {
-                count = try Inotify.read(instance.descriptor, into: buffer)
+                count = try Inotify.read(descriptor, into: buffer)
             } catch {
                 trap("RunLoopKit: reading a file-change source's inotify descriptor failed: \(error)")
             }
@@ -285,8 +208,8 @@ public final class FileChangeSource: Sendable {
     private func change(from record: inotify_event, name: String?) -> FileChange? {
         guard let kind = Self.kind(of: record.mask) else { return nil }
         if kind == .overflow { return FileChange(kind: .overflow, watch: nil) }
-        let watch = state.withLock { state in
-            kind == .watchEnded ? state.watches.removeValue(forKey: record.wd) : state.watches[record.wd]
+        let watch = watchTable.withLock { table in
+            kind == .watchEnded ? table.removeValue(forKey: record.wd) : table[record.wd]
         }
         guard let watch else { return nil }
         let isDirectory = record.mask & UInt32(IN_ISDIR) != 0

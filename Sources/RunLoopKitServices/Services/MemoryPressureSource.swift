@@ -8,8 +8,8 @@ import Synchronization
 /// load, or say so in the logs, before the OOM killer decides for you.
 ///
 /// Linux mechanism: pressure stall information (PSI, Linux 4.20+). The source opens the pressure file
-/// (`O_RDWR | O_NONBLOCK | O_CLOEXEC`), writes the trigger to it, and watches the descriptor with a
-/// ``FileDescriptorSource`` for ``FileDescriptorSource/Events/priority`` (`EPOLLPRI`), which the kernel raises
+/// (`O_RDWR | O_NONBLOCK | O_CLOEXEC`), writes the trigger to it, and its loop watches the descriptor (a
+/// ``DescriptorBackedSource``) for ``DescriptorBackedSource/Events/priority`` (`EPOLLPRI`), which the kernel raises
 /// when the trigger fires, at most once per window. The file is the process's cgroup's `memory.pressure` (cgroup
 /// v2) when it has one, so a service in a container or a systemd slice sees its own pressure, else the system's
 /// `/proc/pressure/memory` (see ``defaultPath()``); pass another path to watch another cgroup.
@@ -20,10 +20,10 @@ import Synchronization
 /// nothing can use it (at invalidation, or right after a handler call that is under way then), which disarms the
 /// trigger.
 ///
-/// Threading: `init`, ``invalidate()``, ``isValid`` and the loop's `add`/`remove`/`contains` are safe from any
+/// Threading: `init`, ``LoopItem/invalidate()``, ``LoopItem/isValid`` and the loop's `add`/`remove`/`contains` are safe from any
 /// thread; the handler runs on the loop's thread with no RunLoopKit lock held and may invalidate its source. A
 /// source belongs to at most one loop, in any number of its modes; while in a loop, the loop keeps it alive.
-public final class MemoryPressureSource: Sendable {
+public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Sendable {  // Unchecked: as its base.
     /// What the handler is told.
     public enum Event: Sendable, Hashable {
         /// The trigger fired: stall time reached its threshold within its window.
@@ -36,23 +36,8 @@ public final class MemoryPressureSource: Sendable {
     public let trigger: MemoryPressureTrigger
     /// The pressure file the trigger is armed on.
     public let path: String
-    /// Among descriptor-backed sources ready in the same pass, lower orders are handled first.
-    public let order: Int
 
     let handler: @Sendable (MemoryPressureSource, Event) -> Void
-    private let valid = Atomic<Bool>(true)
-    private let state: Locked<State>
-
-    private struct State: Sendable {
-        /// The armed pressure file, until invalidation.
-        var descriptor: OwnedDescriptor?
-        /// The descriptor source in the loop, made by the first `add`; weak, as ``FileChangeSource``'s.
-        var watcher = WeakDescriptorSource()
-        /// What ``keepsRunAlive`` was last set to, for a descriptor source made later.
-        var keepsRunAlive = true
-        /// Why the loop stopped watching the descriptor, when it did.
-        var failure: LoopError?
-    }
 
     /// The pressure file a source uses when given none: the process's cgroup's `memory.pressure` (found through
     /// `/proc/self/cgroup` under the cgroup2 mount) when it exists, else `/proc/pressure/memory`. Any thread.
@@ -92,97 +77,39 @@ public final class MemoryPressureSource: Sendable {
         } else {
             file = try Self.defaultPath()
         }
-        let descriptor: OwnedDescriptor
+        let descriptor: CInt
         do {
-            descriptor = OwnedDescriptor(try FileDescriptorCalls.openForReadingAndWriting(file))
+            descriptor = try FileDescriptorCalls.openForReadingAndWriting(file)
         } catch {
             throw Self.openError(error, path: file)
         }
         do {
             // With its NUL: the kernel reads the text as a C string, cutting the last byte written.
-            _ = try FileDescriptorCalls.write(descriptor.descriptor, Array(trigger.description.utf8) + [0])
+            _ = try FileDescriptorCalls.write(descriptor, Array(trigger.description.utf8) + [0])
         } catch {
+            FileDescriptorCalls.close(descriptor)
             throw Self.armError(error, trigger: trigger, path: file)
         }
         self.trigger = trigger
         self.path = file
-        self.order = order
         self.handler = handler
-        state = Locked(State(descriptor: descriptor))
+        try super.init(
+            descriptor: descriptor, events: .priority, order: order, ownsDescriptor: true,
+            callout: { source, events in unsafeDowncast(source, to: MemoryPressureSource.self).report(events) })
     }
 
-    /// Whether the source can still be added and fire: false once invalidated, or once its file went away. Safe
-    /// from any thread.
-    public var isValid: Bool { valid.load(ordering: .acquiring) }
+    /// The armed pressure file's descriptor, until invalidation closed it (for tests).
+    var pressureDescriptor: CInt? { withOwnedDescriptor { $0 } ?? nil }
 
-    /// Why the loop stopped watching the source's descriptor (the kernel refused a change of its epoll
-    /// registration), which invalidated the source; `nil` otherwise. Safe from any thread.
-    public var failure: LoopError? { state.withLock { $0.failure } }
-
-    /// Whether the source keeps runs of its modes going (default `true`, CF's rule for every source). Set it to
-    /// `false` for a source that should report while the loop runs for other reasons but never be the reason
-    /// (libuv's `uv_unref`), as a daemon's watcher usually should. Safe from any thread; from another thread it takes
-    /// effect at the loop's next pass.
-    public var keepsRunAlive: Bool {
-        get { state.withLock { $0.keepsRunAlive } }
-        set {
-            state.withLock { state in
-                state.keepsRunAlive = newValue
-                state.watcher.source?.keepsRunAlive = newValue
-            }
-        }
-    }
-
-    /// Stops watching for good: takes the source out of every mode of its loop and closes the pressure file, which
-    /// disarms the trigger. Safe from any thread, the handler included; invalidating twice does nothing.
-    ///
-    /// After it returns no new handler call starts (one already running finishes).
-    public func invalidate() {
-        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        let (descriptor, descriptorSource) = state.withLock { state in
-            defer { state.descriptor = nil }
-            return (state.descriptor, state.watcher.source)
-        }
-        // Out of the epoll set first, on this thread; then the descriptor is let go (closed unless a call holds it).
-        withExtendedLifetime(descriptor) { descriptorSource?.invalidate() }
-    }
-
-    // MARK: Scheduling (for Loop's add/remove/contains)
-
-    /// Adds the source to `mode` of `loop`, making its descriptor source on the first add.
-    func add(to loop: Loop, mode: Loop.Mode) throws(LoopError) {
-        try state.withLock { state throws(LoopError) in
-            guard isValid, let descriptor = state.descriptor else {
-                throw LoopError(
-                    .invalidated, message: "an invalidated memory-pressure source cannot be added to a loop")
-            }
-            let keepsRunAlive = state.keepsRunAlive
-            try state.watcher.add(to: loop, mode: mode) { () throws(LoopError) in
-                try makeDescriptorSource(watching: descriptor.descriptor)
-            } preparing: { source in
-                source.keepsRunAlive = keepsRunAlive
-            }
-        }
-    }
-
-    /// The descriptor source in the source's loop, if it was added to one that still holds it.
-    var descriptorSource: FileDescriptorSource? { state.withLock { $0.watcher.source } }
-
-    /// The armed pressure file's descriptor, until invalidation (for tests).
-    var pressureDescriptor: CInt? { state.withLock { $0.descriptor?.descriptor } }
-
-    private func makeDescriptorSource(watching descriptor: CInt) throws(LoopError) -> FileDescriptorSource {
-        try FileDescriptorSource(descriptor: descriptor, events: .priority, order: order) { [self] source, events in
-            if events.contains(.invalid) {
-                state.withLock { $0.failure = source.failure }
-                invalidate()
-            } else if !events.isDisjoint(with: [.error, .hangUp]) {
-                guard isValid else { return }
-                invalidate()  // EPOLLERR stays raised: the descriptor leaves the epoll set before the handler runs.
-                handler(self, .fileRemoved)
-            } else if events.contains(.priority), isValid {
-                handler(self, .thresholdExceeded)
-            }
+    /// What the loop saw on the pressure file: the trigger fired (`EPOLLPRI`), or the file went away (`EPOLLERR`).
+    /// Loop thread only.
+    private func report(_ events: Events) {
+        guard !events.contains(.invalid), isValid else { return }  // A refused change: the loop invalidated it.
+        if !events.isDisjoint(with: [.error, .hangUp]) {
+            invalidate()  // EPOLLERR stays raised: the descriptor leaves the epoll set before the handler runs.
+            handler(self, .fileRemoved)
+        } else if events.contains(.priority) {
+            handler(self, .thresholdExceeded)
         }
     }
 

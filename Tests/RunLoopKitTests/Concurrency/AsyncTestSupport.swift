@@ -74,7 +74,7 @@ enum AsyncSupport {
     /// pass's block step, which takes the list while it runs blocks).
     static func pendingBlockCount(of thread: LoopThread) -> Int {
         let count = Box<Int>()
-        let probe = LoopSource { count.value = Loop.current.blocks.count }
+        let probe = LoopSource { _ in count.value = Loop.current.blocks.count }
         try! thread.loop.add(probe)
         probe.signal()
         _ = waitUntil { count.value != nil }
@@ -86,7 +86,7 @@ enum AsyncSupport {
     /// blocks waiting for `mode` are served).
     static func runOnce(_ mode: Loop.Mode, on thread: LoopThread) {
         let done = Box<Bool>()
-        let probe = LoopSource {
+        let probe = LoopSource { _ in
             Loop.current.run(in: mode, for: .zero)
             done.value = true
         }

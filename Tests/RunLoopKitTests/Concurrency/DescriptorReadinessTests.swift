@@ -52,7 +52,7 @@ struct DescriptorReadinessTests {
         let worker = try LoopThread(name: "async-seq")
         defer { worker.stop() }
         let passes = Counter()
-        let observer = LoopObserver(activities: .beforeTimers) { _ in passes.increment() }
+        let observer = LoopObserver(activities: .beforeTimers) { _, _ in passes.increment() }
         try worker.loop.add(observer)
         defer { observer.invalidate() }
         pipe.write()
@@ -194,7 +194,7 @@ struct DescriptorReadinessTests {
         let task = Self.firstAndAfter(readiness)
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
         #expect(dup2(other.readEnd, pipe.readEnd) == pipe.readEnd)
-        let newcomer = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+        let newcomer = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
         try worker.loop.add(newcomer)
         let (first, after) = try #require(await AsyncSupport.result(of: task)).get()
         #expect(loopErrorCode(first) == .invalidated)

@@ -171,7 +171,7 @@ struct DescriptorWaitTests {
         // Misuse: the watched descriptor is closed (the kernel drops it from the epoll set) and its number reused;
         // a new source for that number makes the loop invalidate the wait's source.
         #expect(dup2(other.readEnd, pipe.readEnd) == pipe.readEnd)
-        let newcomer = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+        let newcomer = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
         try worker.loop.add(newcomer)
         #expect(loopErrorCode(await AsyncSupport.result(of: task)) == .invalidated)
         newcomer.invalidate()

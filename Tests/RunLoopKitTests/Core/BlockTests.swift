@@ -55,7 +55,7 @@ import Testing
         }
         #expect(waitUntil { held.current == 1 })
         thread.perform { ran.append("before") }
-        let source = LoopSource(schedule: { loop, _ in loop.perform { ran.append("scheduled") } }, perform: {})
+        let source = LoopSource(schedule: { loop, _ in loop.perform { ran.append("scheduled") } }, perform: { _ in })
         try thread.loop.add(source, to: .default)
         thread.perform { ran.append("after") }
         released.increment()

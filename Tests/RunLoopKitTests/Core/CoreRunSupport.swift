@@ -16,7 +16,7 @@ enum CoreRunSupport {
         activities: Loop.Activity = .all,
         order: Int = 0
     ) -> LoopObserver {
-        let observer = LoopObserver(activities: activities, order: order) { activity in
+        let observer = LoopObserver(activities: activities, order: order) { _, activity in
             recorder.append(prefix + "\(activity)")
         }
         try! loop.add(observer, to: mode)

@@ -9,12 +9,12 @@ import Testing
         let text = Box<String>()
         let running = Box<String>()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource(order: 7) {}
+            let source = LoopSource(order: 7) { _ in }
             try! loop.add(source, to: "tracking")
             source.signal()
             try! loop.add(try! LoopTimer(after: .seconds(60), repeating: .seconds(60)) { _ in })
             // Not called by a zero-duration run, which never waits.
-            try! loop.add(LoopObserver(activities: .beforeWaiting, repeats: false, order: 3) { _ in }, to: .common)
+            try! loop.add(LoopObserver(activities: .beforeWaiting, repeats: false, order: 3) { _, _ in }, to: .common)
             loop.perform(in: "elsewhere") {}
             try! loop.schedule(after: .seconds(60)) {}
             loop.perform { running.value = loop.description }
@@ -41,7 +41,7 @@ import Testing
     @Test func fromAnotherThreadItIsASummaryLine() {
         let (loop, thread) = startLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            try! loop.add(LoopSource {}, to: "tracking")
+            try! loop.add(LoopSource { _ in }, to: "tracking")
             loop.run(in: .default, for: .seconds(10))
         }
         #expect(waitUntil { loop.isWaiting })

@@ -39,9 +39,9 @@ import Testing
         let report = HostReport()
         let pipe = Pipe()
         defer { pipe.close() }
-        let source = LoopSource { report.events.append("signal") }
+        let source = LoopSource { _ in report.events.append("signal") }
         let timer = try LoopTimer(after: .milliseconds(50)) { _ in report.events.append("timer") }
-        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
             pipe.drain()
             report.events.append("descriptor")
         }
@@ -88,7 +88,7 @@ import Testing
             thread.value = TestThread { [self] in
                 let loop = Loop.current
                 self.loop.value = loop
-                let source = LoopSource { [handled] in handled.set() }
+                let source = LoopSource { [handled] _ in handled.set() }
                 try! loop.add(source)
                 self.source.value = source
                 var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)  // Read once.

@@ -23,7 +23,7 @@ import Testing
 
     @Test func signalsToAnAwakeLoopNeverWriteTheEventFD() {
         let performs = Counter()
-        let source = LoopSource { performs.increment() }
+        let source = LoopSource { _ in performs.increment() }
         let signallerDone = ItemsSupport.Flag()
         let inBusyBlock = ItemsSupport.Flag()
         let (loop, thread) = startLoopThread { loop in
@@ -49,12 +49,12 @@ import Testing
     @Test func wakersOfASleepingLoopWriteTheEventFDAtMostOncePerSleep() {
         let performs = Counter()
         let sleeps = Counter()
-        let source = LoopSource { performs.increment() }
+        let source = LoopSource { _ in performs.increment() }
         let total = 4 * 2_000
         let signalled = Counter()
         let (loop, thread) = startLoopThread { loop in
             try! loop.add(source)
-            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in sleeps.increment() })
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _, _ in sleeps.increment() })
             ItemsSupport.run(loop) { signalled.current == total && !source.isSignalled }
         }
         #expect(waitUntil { loop.isWaiting })
@@ -122,7 +122,7 @@ import Testing
         let armsUsed = Box<Int>()
         let timerCount = 2_000
         ItemsSupport.onLoopThread { loop in
-            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in sleeps.increment() })
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _, _ in sleeps.increment() })
             let start = Loop.Instant.now
             for index in 0..<timerCount {
                 // Spread over 200 ms, with 1 ms of tolerance so neighbours share wake-ups.

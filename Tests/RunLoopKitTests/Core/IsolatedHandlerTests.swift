@@ -13,43 +13,47 @@ actor LoopModelActor {
     init(loop: Loop) { self.loop = loop }
 
     func record(_ event: String) { events.append(event) }
+
+    /// Makes an item of every kind, and a one-shot callback, through the loop's isolated view: each handler is an
+    /// actor-isolated closure, not `@Sendable`, that appends to `events` directly.
+    func addItems(readEnd: CInt) throws -> [LoopItem] {
+        let view = loop.assumeIsolated()
+        let source = view.makeSource { source in
+            self.events.append("source")
+            source.invalidate()
+        }
+        let descriptor = try view.makeDescriptorSource(descriptor: readEnd) { source, _ in
+            self.events.append("descriptor")
+            source.invalidate()
+        }
+        let observer = view.makeObserver(activities: .beforeWaiting, repeats: false) { _, _ in
+            self.events.append("observer")
+        }
+        let timer = try view.makeTimer(at: .now + .milliseconds(1)) { _ in self.events.append("timer") }
+        for item in [source, descriptor, observer, timer] as [LoopItem] { try loop.add(item) }
+        try view.schedule(at: .now + .milliseconds(1)) { self.events.append("callback") }
+        source.signal()
+        return [source, descriptor, observer, timer]
+    }
 }
 
-/// Items whose handlers are isolated to an actor on the loop (`isolatedTo:`): they run on the loop's thread with
-/// the actor's state at hand, and a loop that is not the actor's executor refuses them. (`@MainActor` handlers are
-/// checked on the real main thread by `MainQueueTests`, scenario "main-actor-handlers".)
+/// Items made through `Loop.assumeIsolated()` (`Loop.Isolated`): their handlers are not `@Sendable` and run on the
+/// loop's thread in the caller's isolation, so an actor on the loop touches its state directly; the items are pinned
+/// to that loop. (Main-actor code on `Loop.main` is checked on the real main thread by `MainQueueTests`, scenario
+/// "main-actor-handlers"; the traps of a wrong thread or isolation by the exit tests below.)
 @Suite struct IsolatedHandlerTests {
     @Test func everyKindOfItemTouchesTheActorsStateDirectly() async throws {
         let worker = try LoopThread(name: "isolated-items")
         defer { worker.stop() }
-        let loop = worker.loop
-        let model = LoopModelActor(loop: loop)
+        let model = LoopModelActor(loop: worker.loop)
         let pipe = Pipe()
         defer { pipe.close() }
-        let source = LoopSource(isolatedTo: model) { model, source in
-            model.events.append("source")
-            source.invalidate()
-        }
-        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd, isolatedTo: model) { model, source, _ in
-            model.events.append("descriptor")
-            source.invalidate()
-        }
-        let observer = LoopObserver(activities: .beforeWaiting, repeats: false, isolatedTo: model) { model, _, _ in
-            model.events.append("observer")
-        }
-        let timer = try LoopTimer(after: .milliseconds(1), isolatedTo: model) { model, _ in
-            model.events.append("timer")
-        }
-        try loop.add(source)
-        try loop.add(descriptor)
-        try loop.add(observer)
-        try loop.add(timer)
-        try loop.schedule(after: .milliseconds(1), isolatedTo: model) { model in model.events.append("callback") }
-        source.signal()
+        let items = try await model.addItems(readEnd: pipe.readEnd)
         pipe.write()
         let expected: Set = ["source", "descriptor", "observer", "timer", "callback"]
         #expect(await awaitCondition(timeout: .seconds(60)) { Set(worker.loopEvents(of: model)) == expected })
         #expect(Set(await model.events) == expected)
+        withExtendedLifetime(items) {}
     }
 
     @Test func anActorOnALoopExecutorForOtherModesCountsAsItsLoop() async throws {
@@ -57,41 +61,64 @@ actor LoopModelActor {
         defer { worker.stop() }
         let executor = try worker.loop.executor(in: [.default, "tracking"])
         let model = TrackingActor(executor: executor)
-        let timer = try LoopTimer(after: .zero, isolatedTo: model) { model, _ in model.ticks += 1 }
-        try worker.loop.add(timer)
+        let timer = try await model.startTimer()
         #expect(await awaitCondition(timeout: .seconds(60)) { !timer.isValid })
         #expect(await model.ticks == 1)
     }
 
-    /// Another loop refuses the items (`isolationMismatch`), which stay free and join the right loop afterwards;
-    /// so does a loop for an actor on the default executor.
-    @Test func aLoopThatIsNotTheActorsExecutorRefusesItsItems() async throws {
+    /// The items are pinned: another loop refuses them (`ownedByAnotherLoop`), as it refuses any item of a live loop,
+    /// and so does a loop made later, once their loop's thread has exited (an ordinary item could move then).
+    @Test func itemsMadeThroughTheViewStayOnTheirLoop() async throws {
         let home = try LoopThread(name: "isolated-home")
         let elsewhere = try LoopThread(name: "isolated-elsewhere")
-        defer {
-            home.stop()
-            elsewhere.stop()
-        }
+        defer { elsewhere.stop() }
         let model = LoopModelActor(loop: home.loop)
-        let timer = try LoopTimer(after: .milliseconds(1), isolatedTo: model) { model, _ in model.events.append("t") }
-        #expect { try elsewhere.loop.add(timer) } throws: { Self.isMismatch($0) }
-        #expect { try elsewhere.loop.schedule(after: .zero, isolatedTo: model) { _ in } } throws: {
-            Self.isMismatch($0)
-        }
-        let onDefaultExecutor = DefaultExecutorActor()
-        let stray = LoopSource(isolatedTo: onDefaultExecutor) { _, _ in }
-        #expect { try home.loop.add(stray) } throws: { Self.isMismatch($0) }
-        // A @MainActor handler on a loop that is not the main loop.
-        let mainOnly = try LoopTimer(after: .zero) { @MainActor _ in }
-        #expect { try home.loop.add(mainOnly) } throws: { Self.isMismatch($0) }
-
-        try home.loop.add(timer)  // Still free: the refusal bound it to nothing.
-        #expect(await awaitCondition(timeout: .seconds(60)) { !timer.isValid })
-        #expect(await model.events == ["t"])
+        let timer = try await model.makeIdleTimer()
+        #expect { try elsewhere.loop.add(timer) } throws: { ($0 as? LoopError)?.code == .ownedByAnotherLoop }
+        home.stop()
+        #expect(await awaitCondition(timeout: .seconds(60)) { home.loop.isTerminated })
+        #expect { try elsewhere.loop.add(timer) } throws: { ($0 as? LoopError)?.code == .ownedByAnotherLoop }
+        // An ordinary timer of a dead loop may move, as in CF.
+        let ordinary = try LoopTimer(at: .distantFuture) { _ in }
+        let dying = try LoopThread(name: "isolated-dying")
+        try dying.loop.add(ordinary)
+        dying.stop()
+        #expect(await awaitCondition(timeout: .seconds(60)) { dying.loop.isTerminated })
+        try elsewhere.loop.add(ordinary)
     }
 
-    private static func isMismatch(_ error: any Error) -> Bool {
-        (error as? LoopError)?.code == .isolationMismatch
+    /// The view is for the loop's own thread, in an isolation that runs there: anything else traps, saying why.
+    @Test func theViewOffItsLoopsThreadTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let running = ItemsSupport.startRunningLoop()
+            _ = running.loop.assumeIsolated()
+        }
+        let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(text.contains("must be called on the loop's own thread"))
+    }
+
+    @Test func theViewFromAnActorThatRunsElsewhereTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            // A default actor whose job runs on a loop's thread, under that loop's task executor preference: its
+            // handlers could later run while the actor runs on another thread, so the view refuses it.
+            let worker = try! LoopThread(name: "isolated-stray")
+            await withTaskExecutorPreference(worker.taskExecutor) {
+                await DefaultExecutorActor().viewOf(worker.loop)
+            }
+        }
+        let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(text.contains("from an actor whose executor is not this loop"))
+    }
+
+    @Test func theMainActorsViewOfAnotherLoopTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            await MainActor.run {
+                let loop = Loop.current  // The main thread's: exit tests run their body on a thread of their own.
+                _ = loop.assumeIsolated()
+            }
+        }
+        let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(text.contains("Loop.assumeIsolated()") || text.contains("must be called on the loop's own thread"))
     }
 }
 
@@ -101,10 +128,27 @@ private actor TrackingActor {
     var ticks = 0
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     init(executor: LoopExecutor) { self.executor = executor }
+
+    func startTimer() throws -> LoopTimer {
+        let timer = try executor.loop.assumeIsolated().makeTimer(at: .now) { _ in self.ticks += 1 }
+        try executor.loop.add(timer)
+        return timer
+    }
+}
+
+extension LoopModelActor {
+    /// A timer made through the view and left unscheduled.
+    func makeIdleTimer() throws -> LoopTimer {
+        try loop.assumeIsolated().makeTimer(at: .distantFuture) { _ in self.events.append("t") }
+    }
 }
 
 /// An actor on the runtime's default executor.
-private actor DefaultExecutorActor {}
+private actor DefaultExecutorActor {
+    func viewOf(_ loop: Loop) {
+        _ = loop.assumeIsolated()
+    }
+}
 
 extension LoopThread {
     /// The actor's events, read on the loop's thread (where the actor is isolated) without an `await`.

@@ -11,11 +11,11 @@ import Testing
         defer { pipe.close() }
         let log = Recorder<Counts>()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource {}
-            let descriptor = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let source = LoopSource { _ in }
+            let descriptor = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             let timer = try! LoopTimer(after: .zero) { _ in }
             let farTimer = ItemsSupport.keepAlive()
-            let observer = LoopObserver(activities: .entry) { _ in }
+            let observer = LoopObserver(activities: .entry) { _, _ in }
             log.append(loop.itemCounts())
             try! loop.add(source)
             try! loop.add(descriptor)
@@ -52,8 +52,8 @@ import Testing
         let base = Counts(sources: 1, timers: 1)
         #expect(waitUntil { loop.itemCounts() == base })
         let other = Loop.Mode("other")
-        let sources = (0..<3).map { _ in LoopSource {} }
-        let observer = LoopObserver(activities: .beforeWaiting) { _ in }
+        let sources = (0..<3).map { _ in LoopSource { _ in } }
+        let observer = LoopObserver(activities: .beforeWaiting) { _, _ in }
         for source in sources { try! loop.add(source) }
         try! loop.add(observer, to: other)
         #expect(waitUntil { loop.itemCounts() == Counts(sources: 4, timers: 1) })
@@ -74,7 +74,7 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             loop.addCommonMode(tracking)
             let timer = ItemsSupport.keepAlive()
-            let observer = LoopObserver(activities: .entry) { _ in }
+            let observer = LoopObserver(activities: .entry) { _, _ in }
             try! loop.add(timer, to: .common)
             try! loop.add(observer, to: privateMode)
             for mode in [Loop.Mode.common, .default, tracking, privateMode] {
@@ -103,7 +103,7 @@ import Testing
     }
 
     @Test func aLoopWhoseThreadExitedCountsNothing() {
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         let timer = ItemsSupport.keepAlive()
         let seen = Recorder<Int>()
         let (loop, thread) = startLoopThread { loop in

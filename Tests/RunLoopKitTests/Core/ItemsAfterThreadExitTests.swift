@@ -13,12 +13,12 @@ import Testing
         let handled = Counter()
         let observed = Counter()
         let timer = try LoopTimer(after: .milliseconds(1), repeating: .milliseconds(5)) { _ in fired.increment() }
-        let source = LoopSource { performed.increment() }
-        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+        let source = LoopSource { _ in performed.increment() }
+        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
             pipe.drain()
             handled.increment()
         }
-        let observer = LoopObserver(activities: .beforeWaiting) { _ in observed.increment() }
+        let observer = LoopObserver(activities: .beforeWaiting) { _, _ in observed.increment() }
         ItemsSupport.onLoopThread { loop in
             try! loop.add(timer)
             try! loop.add(source, to: .common)
@@ -79,7 +79,7 @@ import Testing
     }
 
     @Test func anItemOfALiveLoopStillCannotJoinAnother() throws {
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         let first = ItemsSupport.startRunningLoop { loop in try! loop.add(source) }
         defer { first.finish() }
         let second = ItemsSupport.startRunningLoop()

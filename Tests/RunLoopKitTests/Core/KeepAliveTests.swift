@@ -11,7 +11,7 @@ import Testing
         let fired = Counter()
         let timer = try LoopTimer(after: .zero, repeating: .milliseconds(1)) { _ in fired.increment() }
         timer.keepsRunAlive = false  // Before it joins a loop: counted as asked once it does.
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         source.keepsRunAlive = false
         ItemsSupport.onLoopThread { loop in
             try! loop.add(timer)
@@ -45,7 +45,7 @@ import Testing
 
     @Test func turningKeepAliveOffFromAnotherThreadEndsASleepingRun() {
         let result = Box<Loop.RunResult>()
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         let (loop, thread) = startLoopThread { loop in
             try! loop.add(source)
             result.value = loop.run(in: .default, for: .seconds(20))
@@ -59,7 +59,7 @@ import Testing
 
     @Test func anItemInSeveralModesStopsKeepingEachOfThemAlive() {
         let results = Recorder<Loop.RunResult>()
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         ItemsSupport.onLoopThread { loop in
             try! loop.add(source, to: .default)
             try! loop.add(source, to: "tracking")

@@ -15,14 +15,14 @@ import Testing
         let log = Recorder<[String]>()
         ItemsSupport.onLoopThread { loop in
             let tally = LoopBound(Tally(), on: loop)
-            let source = LoopSource { tally.value.calls.append("source") }
+            let source = LoopSource { _ in tally.value.calls.append("source") }
             let descriptor = try! FileDescriptorSource(descriptor: pipe.readEnd) { source, _ in
                 pipe.drain()
                 tally.value.calls.append("descriptor")
                 source.invalidate()
             }
             let timer = try! LoopTimer(after: .milliseconds(1)) { _ in tally.value.calls.append("timer") }
-            let observer = LoopObserver(activities: .exit, repeats: false) { _ in
+            let observer = LoopObserver(activities: .exit, repeats: false) { _, _ in
                 tally.withValue { $0.calls.append("observer") }
             }
             try! loop.add(source)

@@ -111,7 +111,7 @@ import Testing
         #expect(reuses.current > 0, "no pthread_t was reused, so nothing was tested")
         // A dead thread's loop refuses items however its pthread_t was reused.
         let last = dead.withLock { $0.last }
-        #expect(throws: LoopError.self) { try last?.loop.add(LoopSource {}) }
+        #expect(throws: LoopError.self) { try last?.loop.add(LoopSource { _ in }) }
     }
 
     @Test func sourcesGetTheirCancelHandlerOnTheExitingThread() {
@@ -123,7 +123,7 @@ import Testing
                 cancels.append(mode.name)
                 cancelThreads.append(pthread_self())
             },
-            perform: {}
+            perform: { _ in }
         )
         let (_, thread) = startLoopThread { loop in
             exitingThread.value = pthread_self()
@@ -142,12 +142,12 @@ import Testing
         thread.join()
 
         var codes: [LoopError.Code] = []
-        do { try loop.add(LoopSource {}) } catch { codes.append(error.code) }
+        do { try loop.add(LoopSource { _ in }) } catch { codes.append(error.code) }
         do { try loop.add(try LoopTimer(after: .seconds(1)) { _ in }) } catch { codes.append(error.code) }
-        do { try loop.add(LoopObserver(activities: .all) { _ in }) } catch { codes.append(error.code) }
+        do { try loop.add(LoopObserver(activities: .all) { _, _ in }) } catch { codes.append(error.code) }
         let pipe = Pipe()
         defer { pipe.close() }
-        let descriptorSource = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+        let descriptorSource = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
         do { try loop.add(descriptorSource, to: "other") } catch { codes.append(error.code) }
         #expect(codes == [.loopTerminated, .loopTerminated, .loopTerminated, .loopTerminated])
 
@@ -160,7 +160,7 @@ import Testing
     @Test func anItemRefusedByATornDownLoopStaysFreeForALiveOne() {
         let (deadLoop, thread) = startLoopThread { _ in }
         thread.join()
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         #expect(throws: LoopError.self) { try deadLoop.add(source) }
 
         let added = Box<Bool>()

@@ -6,7 +6,7 @@ import Testing
 /// and a block that names a mode makes it exist, as the docs say and as CF does.
 @Suite struct ModeQueriesTests {
     @Test func modeQueriesAnswerFromAnotherThread() throws {
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         let timer = try LoopTimer(after: .seconds(3600)) { _ in }
         let running = ItemsSupport.startRunningLoop { loop in
             try! loop.add(source, to: "tracking")
@@ -21,7 +21,7 @@ import Testing
         #expect(!loop.contains(source, in: .default))
         #expect(loop.contains(timer, in: .common))
         #expect(loop.contains(timer, in: "modal"))
-        #expect(!loop.contains(LoopSource {}, in: "tracking"))
+        #expect(!loop.contains(LoopSource { _ in }, in: "tracking"))
         // A change from another thread shows once the loop applied it.
         loop.remove(source, from: "tracking")
         #expect(waitUntil { !loop.contains(source, in: "tracking") })

@@ -11,16 +11,16 @@ import Testing
         let pipe = Pipe()
         defer { pipe.close() }
         let events = Recorder<String>()
-        let descriptorSource = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+        let descriptorSource = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
             pipe.drain()
             events.append("descriptor")
         }
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            let source = LoopSource { events.append("source") }
+            let source = LoopSource { _ in events.append("source") }
             try! loop.add(source, to: "other")
             try! loop.add(try! LoopTimer(at: .now) { _ in events.append("timer") }, to: "other")
-            try! loop.add(LoopObserver(activities: .entry) { _ in events.append("observer") }, to: "other")
+            try! loop.add(LoopObserver(activities: .entry) { _, _ in events.append("observer") }, to: "other")
             try! loop.add(descriptorSource, to: "other")
             source.signal()
             pipe.write()
@@ -38,7 +38,7 @@ import Testing
     @Test func anItemInSeveralModesRunsInEachOfThem() {
         let fired = Recorder<String>()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource { fired.append(loop.currentMode?.name ?? "nil") }
+            let source = LoopSource { _ in fired.append(loop.currentMode?.name ?? "nil") }
             try! loop.add(source)
             try! loop.add(source, to: "a")
             try! loop.add(source, to: "b")
@@ -62,7 +62,7 @@ import Testing
         let answers = Recorder<Bool>()
         let commonModes = Box<Set<Loop.Mode>>()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource { fired.append(loop.currentMode?.name ?? "nil") }
+            let source = LoopSource { _ in fired.append(loop.currentMode?.name ?? "nil") }
             try! loop.add(source, to: .common)
             source.signal()
             loop.run(in: .default, for: .zero)
@@ -108,8 +108,8 @@ import Testing
         let performed = Counter()
         ItemsSupport.onLoopThread { loop in
             loop.addCommonMode("tracking")
-            let source = LoopSource { performed.increment() }
-            let observer = LoopObserver(activities: .all) { _ in }
+            let source = LoopSource { _ in performed.increment() }
+            let observer = LoopObserver(activities: .all) { _, _ in }
             try! loop.add(source, to: .common)
             try! loop.add(observer, to: .common)
             try! loop.add(source, to: "private")

@@ -97,12 +97,12 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
             let depth = Counter()
-            let nesting = LoopObserver(activities: .beforeTimers, order: 0) { _ in
+            let nesting = LoopObserver(activities: .beforeTimers, order: 0) { _, _ in
                 calls.append("nesting")
                 guard depth.increment() == 1 else { return }
                 loop.run(in: .default, for: .zero)
             }
-            let plain = LoopObserver(activities: .beforeTimers, order: 1) { _ in calls.append("plain") }
+            let plain = LoopObserver(activities: .beforeTimers, order: 1) { _, _ in calls.append("plain") }
             try! loop.add(nesting)
             try! loop.add(plain)
             loop.run(in: .default, for: .zero)

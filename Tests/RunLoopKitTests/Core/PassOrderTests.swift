@@ -12,7 +12,7 @@ import Testing
         defer { pipe.close() }
         let events = Recorder<String>()
         let result = Box<Loop.RunResult>()
-        let descriptorSource = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+        let descriptorSource = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
             pipe.drain()
             events.append("descriptor")
             Loop.current.perform {
@@ -22,7 +22,7 @@ import Testing
         }
         ItemsSupport.onLoopThread { loop in
             CoreRunSupport.recordActivities(of: loop, into: events)
-            let source = LoopSource {
+            let source = LoopSource { _ in
                 events.append("source")
                 loop.perform { events.append("block queued by source") }
             }
@@ -51,7 +51,7 @@ import Testing
         defer { pipe.close() }
         let events = Recorder<String>()
         let result = Box<Loop.RunResult>()
-        let descriptorSource = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+        let descriptorSource = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
             pipe.drain()
             events.append("descriptor")
             Loop.current.stop()
@@ -85,7 +85,7 @@ import Testing
         let sourceBox = Box<LoopSource>()
         let (loop, thread) = startLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            let source = LoopSource {
+            let source = LoopSource { _ in
                 events.append("source")
                 loop.stop()
             }

@@ -27,7 +27,7 @@ import Testing
         let activities = Recorder<String>()
         let results = Recorder<Loop.RunResult>()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource {}
+            let source = LoopSource { _ in }
             try! loop.add(source, to: "tracking")
             CoreRunSupport.recordActivities(of: loop, in: "tracking", into: activities)
             results.append(loop.run(in: "tracking", for: .zero))
@@ -43,9 +43,9 @@ import Testing
         let result = Box<Loop.RunResult>()
         let elapsed = Box<Duration>()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource {}
+            let source = LoopSource { _ in }
             try! loop.add(source)
-            try! loop.add(LoopObserver(activities: .beforeWaiting, repeats: false) { _ in source.invalidate() })
+            try! loop.add(LoopObserver(activities: .beforeWaiting, repeats: false) { _, _ in source.invalidate() })
             let start = Loop.Instant.now
             result.value = loop.run(in: .default, for: .seconds(30))
             elapsed.value = CoreRunSupport.elapsed(since: start)
@@ -120,7 +120,7 @@ import Testing
             results.append(loop.run(in: .default, for: .zero))
             // A source that invalidates itself when performed: also empty after the pass.
             let sourceForSelf = Box<LoopSource>()
-            let selfInvalidating = LoopSource {
+            let selfInvalidating = LoopSource { _ in
                 ran.increment()
                 sourceForSelf.value?.invalidate()
             }
@@ -141,7 +141,7 @@ import Testing
         let performed = Counter()
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            let source = LoopSource { performed.increment() }
+            let source = LoopSource { _ in performed.increment() }
             try! loop.add(source)
             source.signal()
             results.append(loop.run(in: .default, for: .seconds(5), returnAfterSourceHandled: true))
@@ -158,7 +158,7 @@ import Testing
         defer { pipe.close() }
         let result = Box<Loop.RunResult>()
         let handled = Counter()
-        let source = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+        let source = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
             pipe.drain()
             handled.increment()
         }
@@ -206,7 +206,7 @@ import Testing
         let afterWaiting = Counter()
         let (loop, thread) = startLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            try! loop.add(LoopObserver(activities: .afterWaiting) { _ in afterWaiting.increment() })
+            try! loop.add(LoopObserver(activities: .afterWaiting) { _, _ in afterWaiting.increment() })
             result.value = loop.run(in: .default, for: .seconds(3), returnAfterSourceHandled: true)
         }
         #expect(waitUntil { loop.isWaiting })

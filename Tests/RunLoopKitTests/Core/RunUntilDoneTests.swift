@@ -37,7 +37,7 @@ import Testing
             try! loop.add(try! LoopTimer(after: .milliseconds(20)) { _ in fired.increment() })
             let watchdog = CoreRunSupport.Watchdog(stopping: loop)
             loop.run()
-            let source = LoopSource {}
+            let source = LoopSource { _ in }
             try! loop.add(source)
             sourceBox.value = source
             loop.run()

@@ -5,7 +5,7 @@ import Testing
 @Suite struct SmokeTests {
     @Test func sourceSignalledFromAnotherThreadIsPerformedOnItsLoop() throws {
         let performed = Counter()
-        let source = LoopSource { performed.increment() }
+        let source = LoopSource { _ in performed.increment() }
         let (loop, thread) = startLoopThread { loop in
             try! loop.add(source)
             while performed.current < 3 { loop.run(in: .default, for: .seconds(5), returnAfterSourceHandled: true) }
@@ -23,7 +23,7 @@ import Testing
     @Test func passOrderIsCFOrder() throws {
         let recorder = Recorder<String>()
         let (_, thread) = startLoopThread { loop in
-            let observer = LoopObserver(activities: .all) { recorder.append("\($0)") }
+            let observer = LoopObserver(activities: .all) { _, activity in recorder.append("\(activity)") }
             try! loop.add(observer)
             let timer = try! LoopTimer(after: .milliseconds(20)) { _ in recorder.append("timer") }
             try! loop.add(timer)

@@ -130,7 +130,7 @@ import Testing
             timerFireTime.value = timer.nextFireTime
             try! loop.add(timer)
             try! loop.add(
-                LoopObserver(activities: .all) { activity in
+                LoopObserver(activities: .all) { _, activity in
                     if activity == .afterWaiting && firstAfterWaiting.value == nil { firstAfterWaiting.value = .now }
                     events.append("\(activity)")
                 })

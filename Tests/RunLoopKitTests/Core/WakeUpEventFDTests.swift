@@ -13,7 +13,7 @@ import Testing
         let passes = Counter()
         let (loop, thread) = startLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            try! loop.add(LoopObserver(activities: .afterWaiting) { _ in passes.increment() })
+            try! loop.add(LoopObserver(activities: .afterWaiting) { _, _ in passes.increment() })
             loop.run(in: .default, for: .seconds(30), returnAfterSourceHandled: false)
         }
         #expect(waitUntil { loop.isWaiting })

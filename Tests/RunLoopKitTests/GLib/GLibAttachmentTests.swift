@@ -13,7 +13,7 @@ struct GLibAttachmentTests {
         // No pass of the loop runs before g_main_loop_run: the attachment's first iteration must serve the signal
         // even though nothing has made the loop's descriptor readable yet.
         let performed = Counter()
-        let source = LoopSource { performed.increment() }
+        let source = LoopSource { _ in performed.increment() }
         let host = GLibHostThread { loop, _ in try! loop.add(source) }
         source.signal()
         #expect(waitUntil { performed.current == 1 })
@@ -29,14 +29,14 @@ struct GLibAttachmentTests {
         let pipe = Pipe()
         defer { pipe.close() }
         let inGLib = Atomic<Int>(0)
-        let source = LoopSource { events.append("signal") }
+        let source = LoopSource { _ in events.append("signal") }
         let timer = try LoopTimer(after: .milliseconds(30)) { _ in events.append("timer") }
-        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
             pipe.drain()
             events.append("descriptor")
         }
         // Each handler runs inside a GLib dispatch: the attachment's dispatch is on the stack, so a pass is running.
-        let observer = LoopObserver(activities: .entry) { _ in inGLib.add(1, ordering: .relaxed) }
+        let observer = LoopObserver(activities: .entry) { _, _ in inGLib.add(1, ordering: .relaxed) }
         let host = GLibHostThread { loop, _ in
             try! loop.add(source)
             try! loop.add(timer)
@@ -64,7 +64,7 @@ struct GLibAttachmentTests {
         // asleep, so other threads' work would not make its descriptor readable. The next iteration runs a pass.
         let performed = Counter()
         let ranNested = ItemsSupport.Flag()
-        let source = LoopSource { performed.increment() }
+        let source = LoopSource { _ in performed.increment() }
         let host = GLibHostThread { loop, context in
             try! loop.add(source)
             GLibTesting.calls!.addTimeout(context, milliseconds: 10) {
@@ -87,7 +87,7 @@ struct GLibAttachmentTests {
         let timerFired = ItemsSupport.Flag()
         let nestedEnded = Box<String>()
         let context = Box<SharedContext>()
-        let opener = LoopSource {
+        let opener = LoopSource { _ in
             let glib = GLibTesting.calls!
             let nested = SharedContext(glib.newMainLoop(context.value!.pointer))
             let timer = try! LoopTimer(after: .milliseconds(20)) { _ in
@@ -123,7 +123,7 @@ struct GLibAttachmentTests {
 
     @Test func anIdleAttachedLoopCostsGLibNothing() {
         let passes = Counter()
-        let observer = LoopObserver(activities: .entry) { _ in passes.increment() }
+        let observer = LoopObserver(activities: .entry) { _, _ in passes.increment() }
         let host = GLibHostThread { loop, _ in try! loop.add(observer) }
         #expect(waitUntil { host.loop.isWaiting })
         let cpuBefore = host.onThread { threadCPUNanoseconds() }
@@ -140,7 +140,7 @@ struct GLibAttachmentTests {
 
     @Test func invalidatingFromAnotherThreadStopsThePasses() {
         let performed = Counter()
-        let source = LoopSource { performed.increment() }
+        let source = LoopSource { _ in performed.increment() }
         let host = GLibHostThread { loop, _ in try! loop.add(source) }
         source.signal()
         #expect(waitUntil { performed.current == 1 })

@@ -84,7 +84,7 @@ struct GLibDriverTests {
         let ran = Counter()
         let driving = GLibDrivingThread()
         let context = Box(Int(bitPattern: driving.context))
-        let source = LoopSource {
+        let source = LoopSource { _ in
             GLibTesting.calls!.addIdle(OpaquePointer(bitPattern: context.value!)) {
                 ran.increment()
                 return false
@@ -214,7 +214,7 @@ struct GLibDriverTests {
         let duplicate = Box<CInt>()
         let second = Box<CInt>()
         let wakeUps = Counter()
-        let observer = LoopObserver(activities: .afterWaiting) { _ in wakeUps.increment() }
+        let observer = LoopObserver(activities: .afterWaiting) { _, _ in wakeUps.increment() }
         let driving = GLibDrivingThread { loop, context in
             try! loop.add(observer, to: .common)
             firstWatch.value = GLibTesting.calls!.addDescriptorWatch(context, descriptor: number, condition: 1) { _ in
@@ -261,7 +261,7 @@ struct GLibDriverTests {
 
     @Test func anIdleDrivenContextCostsTheLoopNothing() {
         let passes = Counter()
-        let observer = LoopObserver(activities: .afterWaiting) { _ in passes.increment() }
+        let observer = LoopObserver(activities: .afterWaiting) { _, _ in passes.increment() }
         let driving = GLibDrivingThread { loop, context in
             try! loop.add(observer, to: .common)
             // A GLib timeout far away: the loop must sleep until then, not poll towards it.
@@ -287,8 +287,8 @@ struct GLibDriverTests {
         let performed = Counter()
         let idles = Counter()
         let wakeUps = Counter()
-        let source = LoopSource { performed.increment() }
-        let observer = LoopObserver(activities: .afterWaiting) { _ in wakeUps.increment() }
+        let source = LoopSource { _ in performed.increment() }
+        let observer = LoopObserver(activities: .afterWaiting) { _, _ in wakeUps.increment() }
         let driving = GLibDrivingThread { loop, context in
             try! loop.add(source)
             try! loop.add(observer, to: .common)

@@ -16,7 +16,7 @@ import Testing
                 activities.append(lastActivity.value.map(name) ?? "none")
                 loop.stop()
             }
-            let source = LoopSource {
+            let source = LoopSource { _ in
                 for update in 0..<1_000 { committer.mark(update) }
             }
             try! loop.add(source)
@@ -33,7 +33,7 @@ import Testing
         let commits = Recorder<[String]>()
         let result = Box<Loop.RunResult>()
         onFreshLoop { loop in
-            let keepAlive = LoopSource {}
+            let keepAlive = LoopSource { _ in }
             try! loop.add(keepAlive)
             let box = Box<CommitBeforeSleep<String>>()
             let committer = try! CommitBeforeSleep<String>(loop: loop) { updates in
@@ -61,7 +61,7 @@ import Testing
         let committerBox = Box<CommitBeforeSleep<Int>>()
         let result = Box<Loop.RunResult>()
         let (loop, thread) = startLoopThread { loop in
-            let keepAlive = LoopSource {}
+            let keepAlive = LoopSource { _ in }
             try! loop.add(keepAlive)
             committerBox.value = try! CommitBeforeSleep<Int>(loop: loop) { updates in
                 commits.append(updates)
@@ -107,12 +107,12 @@ import Testing
         let commits = Recorder<[String]>()
         onFreshLoop { loop in
             let box = Box<CommitBeforeSleep<String>>()
-            let early = LoopObserver(activities: .beforeWaiting, order: 0) { _ in log.append("order 0") }
-            let late = LoopObserver(activities: .beforeWaiting, order: Int.max - 2000) { _ in
+            let early = LoopObserver(activities: .beforeWaiting, order: 0) { _, _ in log.append("order 0") }
+            let late = LoopObserver(activities: .beforeWaiting, order: Int.max - 2000) { _, _ in
                 log.append("order max-2000")
                 box.value?.mark("from the max-2000 observer")
             }
-            let last = LoopObserver(activities: .beforeWaiting, order: Int.max) { _ in
+            let last = LoopObserver(activities: .beforeWaiting, order: Int.max) { _, _ in
                 log.append("order max")
                 loop.stop()
             }
@@ -125,7 +125,7 @@ import Testing
             box.value = committer
             try! loop.add(late)
             try! loop.add(early)
-            let keepAlive = LoopSource {}
+            let keepAlive = LoopSource { _ in }
             try! loop.add(keepAlive)
             loop.run(in: .default, for: .seconds(10))
             keepAlive.invalidate()
@@ -139,7 +139,7 @@ import Testing
         let activities = Recorder<String>()
         onFreshLoop { loop in
             let lastActivity = trackActivity(of: loop)
-            let keepAlive = LoopSource {}
+            let keepAlive = LoopSource { _ in }
             try! loop.add(keepAlive)
             let committer = try! CommitBeforeSleep<Int>(loop: loop) { updates in
                 commits.append(updates)
@@ -175,7 +175,7 @@ import Testing
         let commits = Recorder<[Int]>()
         let state = Box<[Int]>()
         onFreshLoop { loop in
-            let keepAlive = LoopSource {}
+            let keepAlive = LoopSource { _ in }
             try! loop.add(keepAlive)
             let committer = try! CommitBeforeSleep<Int>(loop: loop) { commits.append($0) }
             committer.mark(1)
@@ -192,7 +192,7 @@ import Testing
     @Test func commitsOnlyInItsModes() {
         let commits = Recorder<[String]>()
         onFreshLoop { loop in
-            let keepAlive = LoopSource {}
+            let keepAlive = LoopSource { _ in }
             try! loop.add(keepAlive, to: .common)
             try! loop.add(keepAlive, to: "private")
             let committer = try! CommitBeforeSleep<String>(loop: loop, modes: [.default]) { commits.append($0) }
@@ -217,7 +217,7 @@ private func onFreshLoop(_ body: @escaping @Sendable (Loop) -> Void) {
 /// Adds an observer of every activity, ordered first, that remembers the latest one.
 private func trackActivity(of loop: Loop) -> Box<Loop.Activity> {
     let last = Box<Loop.Activity>()
-    try! loop.add(LoopObserver(activities: .all, order: .min) { last.value = $0 })
+    try! loop.add(LoopObserver(activities: .all, order: .min) { _, activity in last.value = activity })
     return last
 }
 

@@ -232,7 +232,7 @@ struct ExpectedFailure: Error, Equatable {
         let worker = try LoopThread(name: "lt-items")
         defer { worker.stop() }
         let events = Recorder<String>()
-        let source = LoopSource { events.append("source \(Loop.current === worker.loop)") }
+        let source = LoopSource { _ in events.append("source \(Loop.current === worker.loop)") }
         try worker.loop.add(source)
         source.signal()
         #expect(waitUntil { events.count == 1 })
@@ -245,7 +245,7 @@ struct ExpectedFailure: Error, Equatable {
 
         let pipe = Pipe()
         defer { pipe.close() }
-        let readable = try FileDescriptorSource(descriptor: pipe.readEnd, events: .readable) { _ in
+        let readable = try FileDescriptorSource(descriptor: pipe.readEnd, events: .readable) { _, _ in
             pipe.drain()
             events.append("descriptor \(Loop.current === worker.loop)")
         }

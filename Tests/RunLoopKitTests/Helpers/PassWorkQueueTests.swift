@@ -33,7 +33,7 @@ import Testing
     @Test func atMostTasksPerPassRunBetweenBeforeWaitingAndAfterWaiting() {
         let log = Recorder<String>()
         onFreshLoop { loop in
-            let marker = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { activity in
+            let marker = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in
                 log.append(activity == .beforeWaiting ? "BW" : "AW")
             }
             try! loop.add(marker)
@@ -64,7 +64,7 @@ import Testing
     @Test func timeBudgetLimitsEachBatch() {
         let log = Recorder<String>()
         onFreshLoop { loop in
-            let marker = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { activity in
+            let marker = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in
                 log.append(activity == .beforeWaiting ? "BW" : "AW")
             }
             try! loop.add(marker)
@@ -93,7 +93,7 @@ import Testing
         let handledAt = Box<Int>()
         let sourceBox = Box<LoopSource>()
         let (_, thread) = startLoopThread { loop in
-            let source = LoopSource { handledAt.value = started.current }
+            let source = LoopSource { _ in handledAt.value = started.current }
             try! loop.add(source)
             sourceBox.value = source
             let queue = try! PassWorkQueue(loop: loop)
@@ -149,7 +149,7 @@ import Testing
         let written = Atomic<Bool>(false)
         let handledAt = Box<Int>()
         let (_, thread) = startLoopThread { loop in
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd, events: .readable) { _ in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd, events: .readable) { _, _ in
                 pipe.drain()
                 if handledAt.value == nil { handledAt.value = started.current }
             }
@@ -181,9 +181,9 @@ import Testing
         let queueBox = Box<PassWorkQueue>()
         let result = Box<Loop.RunResult>()
         let (loop, thread) = startLoopThread { loop in
-            let keepAlive = LoopSource {}
+            let keepAlive = LoopSource { _ in }
             try! loop.add(keepAlive)
-            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in passes.increment() })
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _, _ in passes.increment() })
             queueBox.value = try! PassWorkQueue(loop: loop, tasksPerPass: 2)
             result.value = loop.run(in: .default, for: .seconds(20))
             keepAlive.invalidate()

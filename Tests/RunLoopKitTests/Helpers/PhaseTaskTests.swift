@@ -14,7 +14,7 @@ private struct PhaseFixture {
         worker = try LoopThread(name: name)
         scheduler = try PhaseTaskScheduler(loop: worker.loop)
         let events = self.events
-        let recorder = LoopObserver(activities: .all, order: 0) { events.append("activity:\($0)") }
+        let recorder = LoopObserver(activities: .all, order: 0) { _, activity in events.append("activity:\(activity)") }
         try worker.loop.add(recorder, to: .common)
         for mode in extraModes { try worker.loop.add(recorder, to: mode) }
         try worker.performAndWait {}  // The observer is in place before the tests start.

@@ -38,7 +38,7 @@ extension ChildExitSourceTests {
         let withThousand = Box<Duration>()
         let readyPasses = Recorder<Duration>()
         ItemsSupport.onLoopThread { loop in
-            let signalled = LoopSource {}
+            let signalled = LoopSource { _ in }
             try! loop.add(signalled)
             withNone.value = Self.passCost(of: loop, handling: signalled)
             for pid in pids {

@@ -184,19 +184,29 @@ import Testing
         #expect(reached.all == [pid])
     }
 
-    @Test func aSourceWhoseLoopThreadExitedFirstIsInvalidAndClosesItsPidfd() {
+    /// As every item (CF's rule): when its loop's thread exits first, the source leaves that loop but stays valid,
+    /// keeps its pidfd, and fires in the loop it joins next.
+    @Test func aSourceWhoseLoopThreadExitedFirstStaysValidAndFiresInTheNextLoop() {
         let pidfdsBefore = ChildProcess.openPidfdCount()
         let pid = ChildProcess.sleeping()
         let sourceBox = Box<ChildExitSource>()
+        let reported = Recorder<ChildExitStatus>()
         ItemsSupport.onLoopThread { loop in
-            let source = try! ChildExitSource(pid: pid) { _, _ in }
+            let source = try! ChildExitSource(pid: pid) { _, status in reported.append(status) }
             try! loop.add(source)
             sourceBox.value = source
         }
-        #expect(waitUntil { ChildProcess.openPidfdCount() == pidfdsBefore })
-        #expect(sourceBox.value?.isValid == false)
+        #expect(sourceBox.value?.isValid == true)
+        #expect(ChildProcess.openPidfdCount() == pidfdsBefore + 1)
         #expect(!ChildProcess.isReaped(pid))
-        ChildProcess.killAndReap(pid)
+        kill(pid, SIGKILL)
+        ItemsSupport.onLoopThread { loop in
+            try! loop.add(sourceBox.value!)
+            loop.run(in: .default, for: .seconds(30))  // Finishes once the source fired and left its mode.
+        }
+        #expect(reported.all == [.signalled(signal: SIGKILL, coreDumped: false)])
+        #expect(ChildProcess.isReaped(pid))
+        #expect(waitUntil { ChildProcess.openPidfdCount() == pidfdsBefore })
     }
 
     @Test func aChildReapedElsewhereIsReportedAsSuch() {

@@ -251,7 +251,7 @@ import Testing
                 try! running.loop.add(second)
                 invalidated.source = first
                 abandoned.source = second
-                descriptors = [first.eventDescriptor, second.eventDescriptor]
+                descriptors = [first.watchedDescriptor, second.watchedDescriptor]
             }
             let pass = ItemsSupport.Flag()
             running.loop.perform { pass.set() }
@@ -364,10 +364,10 @@ import Testing
             if child == 0 {
                 SignalSupport.unblock([SIGUSR1])
                 try! ProcessSignal.raiseOnCallingThread(SIGUSR1)  // The handler has run when raise returns.
-                if (try? EventFD.take(source.eventDescriptor)) != 0 { _exit(10) }
+                if (try? EventFD.take(source.watchedDescriptor)) != 0 { _exit(10) }
                 let own = try! SignalSource(signal: SIGUSR1) { _, _ in }
                 try! ProcessSignal.raiseOnCallingThread(SIGUSR1)
-                if (try? EventFD.take(own.eventDescriptor)) != 1 { _exit(11) }
+                if (try? EventFD.take(own.watchedDescriptor)) != 1 { _exit(11) }
                 own.invalidate()
                 if SignalSupport.currentHandlerAddress(SIGUSR1) != 0 { _exit(12) }
                 _exit(0)
@@ -376,7 +376,7 @@ import Testing
             SignalSupport.check(waitpid(child, &status, 0) == child, "waitpid failed")
             print("[signals] fork child exit status \(status >> 8), signal \(status & 0x7f)")
             SignalSupport.check(status == 0, "the child failed")
-            SignalSupport.check((try? EventFD.take(source.eventDescriptor)) == 0, "the child fed the parent's source")
+            SignalSupport.check((try? EventFD.take(source.watchedDescriptor)) == 0, "the child fed the parent's source")
             source.invalidate()
             print("verdict: ok")
         }
@@ -413,7 +413,7 @@ import Testing
                 var descriptor: CInt = -1
                 do {
                     let source = try! SignalSource(signal: SIGUSR1) { _, _ in }
-                    descriptor = source.eventDescriptor
+                    descriptor = source.watchedDescriptor
                     sched_yield()  // Let deliveries reach the source's eventfd.
                     source.invalidate()
                 }

@@ -33,7 +33,7 @@ import Testing
                 close(descriptor)
                 close(replacement)
             }
-            let source = try! FileDescriptorSource(descriptor: descriptor) { _ in }
+            let source = try! FileDescriptorSource(descriptor: descriptor) { _, _ in }
             _ = dup2(replacement, descriptor)  // The source's eventfd is closed; its number names another one.
             do throws(LoopError) {
                 try Loop.current.add(source)

@@ -99,7 +99,7 @@ import Testing
                 let source = LoopSource(
                     schedule: { _, _ in joins.value += 1 },
                     cancel: { _, _ in joins.value -= 1 },
-                    perform: { mutate() })
+                    perform: { _ in mutate() })
                 world.sources.append(source)
                 world.sourceJoins.append(joins)
                 try? loop.add(source, to: mode)
@@ -120,7 +120,7 @@ import Testing
             }
 
             for index in 0..<6 {
-                let observer = LoopObserver(activities: .all) { _ in
+                let observer = LoopObserver(activities: .all) { _, _ in
                     if world.random.chance(10) { mutate() }
                 }
                 world.observers.append(observer)
@@ -372,7 +372,7 @@ import Testing
             @Sendable func addWatcher(to item: Watched, in mode: Loop.Mode) {
                 let watcher = WatchedSource()
                 let source = try! FileDescriptorSource(descriptor: item.readEnd, order: world.random.below(3)) {
-                    events in
+                    _, events in
                     world.descriptorCalls += 1
                     if events == .invalid {
                         // The loop found the number taken by a newer file: one last call, nothing after it.
@@ -431,7 +431,7 @@ import Testing
                         }
                         maybeMutateFromHandler()
                     },
-                    perform: {
+                    perform: { _ in
                         world.performs += 1
                         item.performs += 1
                         if item.invalidated { failures.append("perform after invalidate() returned") }

@@ -123,7 +123,7 @@ enum FaultScenarios {
             defer { pipe.close() }
             pipe.write()
             let calls = Counter()
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in calls.increment() }
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in calls.increment() }
             let error = injecting(fault, &found) { () -> LoopError? in
                 do throws(LoopError) {
                     try loop.add(source)
@@ -257,7 +257,7 @@ enum FaultScenarios {
             var found: [String] = []
             let pipe = Pipe()
             defer { pipe.close() }
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             try! loop.add(source)
             injecting(fault, &found) { source.invalidate() }
             if source.isValid || loop.contains(source) { found.append("the source survived invalidate()") }
@@ -364,7 +364,7 @@ enum FaultScenarios {
         }
         let running = ItemsSupport.startRunningLoop { try! $0.add(source) }
         var scripted = fault.fault
-        if fault.scenario == .signalSourceRead { scripted.descriptor = source.eventDescriptor }
+        if fault.scenario == .signalSourceRead { scripted.descriptor = source.watchedDescriptor }
         let (_, counts) = FaultInjection.with([scripted]) {
             try! ProcessSignal.send(signal, to: getpid())
             _ = waitUntil(timeout: fault.scenario == .signalRelayWrite ? .milliseconds(50) : .seconds(5)) {

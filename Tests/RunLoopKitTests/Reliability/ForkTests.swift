@@ -22,11 +22,11 @@ struct ForkTests {
         init() {
             let wakeUps = self.wakeUps
             let performs = self.performs
-            let source = LoopSource { performs.increment() }
+            let source = LoopSource { _ in performs.increment() }
             self.source = source
             running = ItemsSupport.startRunningLoop { loop in
                 try! loop.add(source)
-                try! loop.add(LoopObserver(activities: .afterWaiting) { _ in wakeUps.increment() })
+                try! loop.add(LoopObserver(activities: .afterWaiting) { _, _ in wakeUps.increment() })
             }
             _ = waitUntil { running.loop.isWaiting }
         }
@@ -47,7 +47,7 @@ struct ForkTests {
         parent.running.loop.stop()
         parent.running.loop.perform {}
         do throws(LoopError) {
-            try parent.running.loop.add(LoopSource {})
+            try parent.running.loop.add(LoopSource { _ in })
             return 14
         } catch {
             if error.code != .loopTerminated { return 15 }
@@ -180,7 +180,7 @@ struct ForkConsistencyTests {
 
     /// What the child checks on a parent's `loop`.
     static func postChecks(_ name: String, _ loop: Loop, helpers: Helpers) -> [ForkedChecks.Check] {
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         let timer = ItemsSupport.keepAlive()
         try! loop.add(source)
         try! loop.add(timer)
@@ -211,7 +211,7 @@ struct ForkConsistencyTests {
                 "\(name): add",
                 {
                     do throws(LoopError) {
-                        try loop.add(LoopSource {})
+                        try loop.add(LoopSource { _ in })
                         return "accepted"
                     } catch {
                         return error.code == .loopTerminated && error.message.contains("fork()")
@@ -398,7 +398,7 @@ struct ForkConsistencyTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             let pipe = Pipe()
             let reports = Counter()
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
                 reports.increment()
                 pipe.drain()
             }
@@ -482,7 +482,7 @@ enum ForkedChecks {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             let loops = (0..<3).map { _ in ItemsSupport.startRunningLoop() }
             let pipe = Pipe()
-            let watched = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let watched = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             try! Loop.current.add(watched)
             // The loops' own descriptors, read from their pollers (the process also holds the Swift runtime's).
             let pollers = loops.map(\.loop.poller) + [Loop.current.poller]

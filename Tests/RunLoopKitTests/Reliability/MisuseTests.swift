@@ -18,10 +18,10 @@ import Testing
         let pipe = Pipe()
         defer { pipe.close() }
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource {}
+            let source = LoopSource { _ in }
             let timer = ItemsSupport.keepAlive()
-            let observer = LoopObserver(activities: .all) { _ in }
-            let descriptorSource = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let observer = LoopObserver(activities: .all) { _, _ in }
+            let descriptorSource = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             source.invalidate()
             timer.invalidate()
             observer.invalidate()
@@ -36,10 +36,10 @@ import Testing
     @Test func addingAnItemToASecondLoopThrows() {
         let pipe = Pipe()
         defer { pipe.close() }
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         let timer = ItemsSupport.keepAlive()
-        let observer = LoopObserver(activities: .all) { _ in }
-        let descriptorSource = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+        let observer = LoopObserver(activities: .all) { _, _ in }
+        let descriptorSource = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
         let first = ItemsSupport.startRunningLoop()
         let second = ItemsSupport.startRunningLoop()
         defer {
@@ -97,7 +97,7 @@ import Testing
     @Test func invalidClosedAndUnpollableDescriptorsThrow() throws {
         let closed = ItemsSupport.closedDescriptorNumber(slot: 7)
         for descriptor in [-1, closed] {
-            let error = code { () throws(LoopError) in _ = try FileDescriptorSource(descriptor: descriptor) { _ in } }
+            let error = code { () throws(LoopError) in _ = try FileDescriptorSource(descriptor: descriptor) { _, _ in } }
             #expect(error == .badDescriptor)
         }
         let pipe = Pipe()
@@ -105,16 +105,16 @@ import Testing
         let file = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)
         defer { Glibc.close(file) }
         ItemsSupport.onLoopThread { loop in
-            let first = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
-            let second = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let first = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
+            let second = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             try! loop.add(first)
             #expect(code { () throws(LoopError) in try loop.add(second) } == nil)  // It shares the registration.
             second.invalidate()
-            let regular = try! FileDescriptorSource(descriptor: file) { _ in }
+            let regular = try! FileDescriptorSource(descriptor: file) { _, _ in }
             #expect(code { () throws(LoopError) in try loop.add(regular) } == .descriptorNotPollable)
             first.invalidate()
             // Once the first is gone the descriptor is free again.
-            let third = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let third = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             #expect(code { () throws(LoopError) in try loop.add(third) } == nil)
             third.invalidate()
         }
@@ -129,7 +129,7 @@ import Testing
         let newCalls = Counter()
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            let oldSource = try! FileDescriptorSource(descriptor: number) { events in
+            let oldSource = try! FileDescriptorSource(descriptor: number) { _, events in
                 if events != .invalid { oldCalls.increment() }  // Told once that the descriptor is gone: fine.
             }
             try! loop.add(oldSource)
@@ -144,7 +144,7 @@ import Testing
             loop.run(in: .default, for: .milliseconds(50))
             #expect(oldCalls.current == 0)
             // A new source on the number sees the events; the old one still does not.
-            let newSource = try! FileDescriptorSource(descriptor: number) { _ in
+            let newSource = try! FileDescriptorSource(descriptor: number) { _, _ in
                 newCalls.increment()
                 reuse.drain()
                 var byte: UInt8 = 0

@@ -49,13 +49,13 @@ final class ModelRealLoop: @unchecked Sendable {
                 order: order,
                 schedule: { [weak self] _, mode in self?.trace.append("sched\(id)@\(mode)") },
                 cancel: { [weak self] _, mode in self?.trace.append("cancel\(id)@\(mode)") },
-                perform: { [weak self] in self?.trace.append("S\(id)") }
+                perform: { [weak self] _ in self?.trace.append("S\(id)") }
             )
         case .createTimer(let id, let due):
             timers[id] = try! LoopTimer(at: instant(due)) { [weak self] _ in self?.trace.append("T\(id)") }
         case .createObserver(let id, let activities, let repeats, let order):
-            observers[id] = LoopObserver(activities: activities, repeats: repeats, order: order) { [weak self] in
-                self?.trace.append("O\(id).\($0)")
+            observers[id] = LoopObserver(activities: activities, repeats: repeats, order: order) { [weak self] _, activity in
+                self?.trace.append("O\(id).\(activity)")
             }
         case .add(let item, let mode):
             do throws(LoopError) {

@@ -31,7 +31,7 @@ import Testing
 
         let (loop, thread) = startLoopThread { loop in
             loop.addCommonMode(otherMode)
-            let source = LoopSource {
+            let source = LoopSource { _ in
                 ledger.performs += 1
                 seenAtLastPerform.store(signals.load(ordering: .sequentiallyConsistent), ordering: .relaxed)
                 if ledger.performs % 8 == 0 {

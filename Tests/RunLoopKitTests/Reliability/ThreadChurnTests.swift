@@ -12,14 +12,14 @@ import Testing
             let loop = Loop.current
             let pipe = Pipe()
             let fired = Counter()
-            let source = LoopSource { fired.increment() }
-            let descriptorSource = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            let source = LoopSource { _ in fired.increment() }
+            let descriptorSource = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
                 pipe.drain()
                 fired.increment()
             }
             try! loop.add(source)
             try! loop.add(try! LoopTimer(after: .microseconds(100)) { _ in fired.increment() })
-            try! loop.add(LoopObserver(activities: .all) { _ in })
+            try! loop.add(LoopObserver(activities: .all) { _, _ in })
             try! loop.add(descriptorSource)
             source.signal()
             pipe.write()
@@ -87,7 +87,7 @@ import Testing
             let owners = (0..<10).map { index in
                 TestThread {
                     let loop = Loop.current
-                    let source = LoopSource {}
+                    let source = LoopSource { _ in }
                     try! loop.add(source)
                     loops.withLock { $0.append((loop, source)) }
                     loop.run(in: .default, for: .microseconds(Int64(index * 100)))
@@ -104,7 +104,7 @@ import Testing
                             loop.stop()
                             if !loop.perform({}) { refusedPosts.increment() }
                             do throws(LoopError) {
-                                try loop.add(LoopSource {})
+                                try loop.add(LoopSource { _ in })
                             } catch let error where error.code == .loopTerminated {
                                 terminatedAdds.increment()
                             } catch {

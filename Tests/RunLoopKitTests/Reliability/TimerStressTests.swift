@@ -174,7 +174,7 @@ import Testing
         let passes = Counter()
         let start = Loop.Instant.now
         let running = ItemsSupport.startRunningLoop(timeout: .seconds(120)) { loop in
-            try! loop.add(LoopObserver(activities: .beforeTimers) { _ in passes.increment() })
+            try! loop.add(LoopObserver(activities: .beforeTimers) { _, _ in passes.increment() })
         }
         let loop = running.loop
 

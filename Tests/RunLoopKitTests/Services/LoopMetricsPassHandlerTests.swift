@@ -16,7 +16,7 @@ import Testing
         let seen = Seen()
         let (_, thread) = startLoopThread { loop in
             let keepAlive = ItemsSupport.keepAlive()
-            let source = LoopSource {}
+            let source = LoopSource { _ in }
             try! loop.add(keepAlive)
             try! loop.add(source)
             seen.metrics.append(loop.metrics)
@@ -66,7 +66,7 @@ import Testing
         let seen = Seen()
         let (_, thread) = startLoopThread { loop in
             let keepAlive = ItemsSupport.keepAlive()
-            let nesting = LoopSource {
+            let nesting = LoopSource { _ in
                 loop.perform {}
                 loop.run(in: .default, for: .zero)  // One nested pass, which runs the block.
             }

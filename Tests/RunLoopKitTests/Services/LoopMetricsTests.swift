@@ -22,12 +22,12 @@ private func busyWait(atLeast minimum: Duration, until done: () -> Bool = { true
         let seen = Recorder<Loop.Metrics>()
         let (loop, thread) = startLoopThread { loop in
             let keepAlive = ItemsSupport.keepAlive()
-            let source = LoopSource {}
-            let reader = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            let source = LoopSource { _ in }
+            let reader = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
                 var byte: UInt8 = 0
                 _ = read(pipe.readEnd, &byte, 1)
             }
-            let observer = LoopObserver(activities: .beforeTimers) { _ in }
+            let observer = LoopObserver(activities: .beforeTimers) { _, _ in }
             try! loop.add(keepAlive)
             try! loop.add(source)
             try! loop.add(reader)
@@ -209,7 +209,7 @@ private func busyWait(atLeast minimum: Duration, until done: () -> Bool = { true
         let seen = Recorder<Loop.Metrics>()
         let (_, thread) = startLoopThread { loop in
             let keepAlive = ItemsSupport.keepAlive()
-            let source = LoopSource {}
+            let source = LoopSource { _ in }
             try! loop.add(keepAlive)
             try! loop.add(source)
             seen.append(loop.metrics)

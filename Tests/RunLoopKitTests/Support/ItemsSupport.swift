@@ -68,7 +68,7 @@ enum ItemsSupport {
         setUp: @escaping @Sendable (Loop) -> Void = { _ in }
     ) -> RunningLoop {
         let done = Flag()
-        let stopper = LoopSource { Loop.current.stop() }
+        let stopper = LoopSource { _ in Loop.current.stop() }
         let ready = Flag()
         let (loop, thread) = startLoopThread { loop in
             try! loop.add(keepAlive())

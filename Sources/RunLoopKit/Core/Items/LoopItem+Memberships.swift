@@ -1,6 +1,3 @@
-/// The loop's name for an item's shared part (``LoopItem``), as seen through `item.base`.
-typealias ItemCore = LoopItem
-
 extension LoopItem {
     /// Where the item sits in one mode: the mode's id, and the item's index in that mode's array of its kind.
     ///

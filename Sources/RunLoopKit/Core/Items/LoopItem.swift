@@ -1,14 +1,18 @@
 import Synchronization
 
-/// What every run-loop item (``LoopSource``, ``FileDescriptorSource``, ``LoopTimer``, ``LoopObserver``) shares: whether
-/// it is still valid, and, inside RunLoopKit, which loop it belongs to and where it sits in that loop's modes.
+/// What every run-loop item shares: its ``order``, whether it is still valid, and ``invalidate()``; inside RunLoopKit,
+/// which loop it belongs to and where it sits in that loop's modes. A loop takes any item in ``Loop/add(_:to:)``,
+/// ``Loop/remove(_:from:)`` and ``Loop/contains(_:in:)``.
 ///
-/// The base class of the four item classes; it cannot be subclassed or made outside RunLoopKit. It is one object with
-/// its item, so making an item allocates once.
+/// The items are ``LoopSource`` (CF's version 0 source), ``LoopTimer``, ``LoopObserver`` and the sources built on a
+/// file descriptor (``DescriptorBackedSource``: ``FileDescriptorSource``, and RunLoopKitServices' signal, child-exit,
+/// file-change and memory-pressure sources). All but observers are ``LoopEventItem``s: they keep runs of their modes
+/// going and may carry a rate limit. The class cannot be subclassed outside RunLoopKit; an item is one object, so
+/// making one allocates once.
 ///
-/// Threading: ``isValid`` and the owner are atomics, safe from any thread. The rest is confined to the owning loop's
-/// thread (it is only touched by the loop after the item was bound to it).
-public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined, see above.
+/// Threading: ``isValid``, ``invalidate()`` and the owner are safe from any thread. The rest is confined to the owning
+/// loop's thread (it is only touched by the loop after the item was bound to it).
+open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined, see above.
     /// The loop the item belongs to, as the bits of a retained reference (0 while unbound), released in `deinit`.
     /// Set by the first `add`, and changed only when that loop's thread exited and released its items (then the
     /// item joins another loop). A plain word rather than `AtomicLazyReference<Loop>`, whose generic calls are not
@@ -42,12 +46,17 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
     /// ``appliedRateLimiter`` as a reference. Loop thread only.
     final var activeRateLimiter: RateLimiter? { appliedRateLimiter?.takeUnretainedValue() }
 
-    /// The actor the item's handler is isolated to (`MainActor.shared`, or an actor whose executor is a loop), or
-    /// `nil` for a plain `@Sendable` handler: what `add` checks against the loop. Written once by the initialiser,
-    /// before the item is shared.
-    final var handlerIsolation: AnyObject? = nil
+    /// Among items of the same kind handled in the same pass (signalled sources, ready descriptors, observers of one
+    /// activity), lower orders are handled first, equal orders in the order they came. A timer keeps its order for
+    /// CF parity and descriptions only: like CF, timers fire by fire time.
+    public let order: Int
 
     // The one-byte fields, together, so the item has no padding between words.
+    /// Which of the four kinds of item this is, so the loop's generic entry points dispatch with a load and a branch.
+    let kind: Kind
+    /// Whether the item's handler was made through ``Loop/Isolated`` and so must run on the thread of the loop it is
+    /// bound to from birth: it never moves to another loop. Written once by the initialiser, before the item is shared.
+    final var isPinned = false
     /// Where the item is in its life: valid, spent (a one-shot timer that fired, which `setNextFireTime` can revive),
     /// or invalidated for good.
     private let lifecycle = Atomic<UInt8>(Lifecycle.valid)
@@ -58,7 +67,15 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
     /// Whether the item keeps runs of its modes going, as asked from any thread (``LoopSource/keepsRunAlive``).
     let keepsRunAliveRequested = Atomic<Bool>(true)
 
-    @inline(__always) init() {}
+    /// The kinds of item; a ``DescriptorBackedSource`` of any subclass is a `descriptor`.
+    enum Kind: UInt8 {
+        case source, descriptor, timer, observer
+    }
+
+    @inline(__always) init(kind: Kind, order: Int) {
+        self.kind = kind
+        self.order = order
+    }
 
     /// Whether the item can still be added to a loop and called: false once it was invalidated, and for a one-shot
     /// ``LoopTimer`` from the moment it fired until ``LoopTimer/setNextFireTime(_:)`` re-arms it. Safe from any thread.
@@ -66,11 +83,6 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
         // Sequentially consistent, like `markInvalid()`: a descriptor source's registration and invalidation check
         // each other this way (`Loop.removeRegistration(of:)`). As cheap as an acquiring load on x86-64 and ARMv8.
         lifecycle.load(ordering: .sequentiallyConsistent) == Lifecycle.valid
-    }
-
-    /// The item's shared part: itself (kept so the loop's code reads `item.base.…`).
-    final var core: ItemCore {
-        @inline(__always) get { self }
     }
 
     /// The values of ``lifecycle``.
@@ -84,7 +96,7 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
 
     /// Marks the item invalidated for good; answers whether this call ended a valid item (false if it was invalidated
     /// already, or spent: a spent timer is out of every mode already).
-    final func markInvalid() -> Bool {
+    package final func markInvalid() -> Bool {
         lifecycle.exchange(Lifecycle.invalidated, ordering: .sequentiallyConsistent) == Lifecycle.valid
     }
 
@@ -100,6 +112,31 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
         lifecycle.compareExchange(
             expected: Lifecycle.spent, desired: Lifecycle.valid, ordering: .sequentiallyConsistent
         ).exchanged
+    }
+
+    /// Ends the item for good: removes it from every mode of its loop and frees what it holds there. Safe from any
+    /// thread, the item's own handler included; invalidating twice does nothing.
+    ///
+    /// After it returns no new handler call starts (one already running on the loop's thread finishes). What each kind
+    /// does besides (as CF does): a ``LoopSource``'s cancel handler runs once per mode it was in, on the loop's thread
+    /// (at once when called there, else at the loop's next pass), and a signal pending on it is dropped; a ``LoopTimer``
+    /// cannot be re-armed any more, and from inside its handler no repeat follows; a descriptor-backed source's
+    /// descriptor leaves the loop's epoll set on the calling thread, before this returns, so the descriptor may be
+    /// closed right after (invalidate every source of a descriptor before closing it).
+    public final func invalidate() {
+        guard markInvalid() else { return }
+        switch kind {
+        case .source:
+            let source = unsafeDowncast(self, to: LoopSource.self)
+            source.signalled.store(false, ordering: .releasing)
+            withOwner { $0.detachEverywhere(.source(source)) }
+        case .timer:
+            withOwner { $0.detachEverywhere(.timer(unsafeDowncast(self, to: LoopTimer.self))) }
+        case .observer:
+            withOwner { $0.detachEverywhere(.observer(unsafeDowncast(self, to: LoopObserver.self))) }
+        case .descriptor:
+            unsafeDowncast(self, to: DescriptorBackedSource.self).finishInvalidation()
+        }
     }
 
     deinit {
@@ -165,7 +202,8 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
                 return true
             }
             let owner = Unmanaged<Loop>.fromOpaque(UnsafeRawPointer(bitPattern: original)!).takeUnretainedValue()
-            guard owner.control.lifecycle.load(ordering: .acquiring) == .released else {
+            // A pinned item's handler belongs to its loop's thread: it never moves, not even off a dead loop.
+            guard !isPinned, owner.control.lifecycle.load(ordering: .acquiring) == .released else {
                 retained.release()
                 return false
             }
@@ -198,9 +236,20 @@ public class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are l
 /// Any of the four kinds of item, so the loop's membership code is written once.
 enum AnyItem {
     case source(LoopSource)
-    case descriptor(FileDescriptorSource)
+    case descriptor(DescriptorBackedSource)
     case timer(LoopTimer)
     case observer(LoopObserver)
+
+    /// `item` as its kind.
+    @inline(__always)
+    init(_ item: LoopItem) {
+        switch item.kind {
+        case .timer: self = .timer(unsafeDowncast(item, to: LoopTimer.self))
+        case .source: self = .source(unsafeDowncast(item, to: LoopSource.self))
+        case .descriptor: self = .descriptor(unsafeDowncast(item, to: DescriptorBackedSource.self))
+        case .observer: self = .observer(unsafeDowncast(item, to: LoopObserver.self))
+        }
+    }
 
     /// The item as its base class: what the four kinds share.
     var base: LoopItem {

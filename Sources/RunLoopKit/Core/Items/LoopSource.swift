@@ -5,16 +5,13 @@ import Synchronization
 /// Signals coalesce: however many ``signal()`` calls arrive before the loop gets to the source, its perform
 /// handler runs once. Among several signalled sources the loop performs lower ``order`` first, then earlier signals.
 ///
-/// Threading: ``signal()``, ``invalidate()`` and ``LoopItem/isValid`` are safe from any thread. All three handlers run
+/// Threading: ``signal()``, ``LoopItem/invalidate()`` and ``LoopItem/isValid`` are safe from any thread. All three handlers run
 /// on the loop's thread. A source belongs to at most one loop (it may sit in several of that loop's modes).
 ///
 /// Differences from CF: ``signal()`` also wakes the loop if it sleeps (CF needs a separate `CFRunLoopWakeUp`),
 /// and the schedule and cancel handlers run on the loop's thread (CF runs them on whichever thread adds or
 /// removes), so they never race the perform handler.
-public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: see `queued` and `nextSignalled`.
-    /// Where the source runs among signalled sources of the same pass: lower first.
-    public let order: Int
-
+public final class LoopSource: LoopItem, LoopEventItem, @unchecked Sendable {  // Unchecked: see `queued` and `nextSignalled`.
     let performHandler: @Sendable (LoopSource) -> Void
     let scheduleHandler: (@Sendable (Loop, Loop.Mode) -> Void)?
     let cancelHandler: (@Sendable (Loop, Loop.Mode) -> Void)?
@@ -26,25 +23,8 @@ public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: se
     /// Whether the source sits in the owner's sorted list of signalled sources. Loop thread only.
     nonisolated(unsafe) var queued = false
 
-    /// Creates a source.
-    ///
-    /// - Parameters:
-    ///   - order: Lower orders are performed first within a pass. Default 0.
-    ///   - schedule: Called on the loop's thread each time the source is added to one of its modes, with that mode.
-    ///   - cancel: Called on the loop's thread each time the source leaves a mode (removed, invalidated, or its
-    ///     loop's thread exited), with that mode.
-    ///   - perform: Called on the loop's thread once per signalled state, in a mode the source is in.
-    public convenience init(
-        order: Int = 0,
-        schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
-        cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
-        perform: @escaping @Sendable () -> Void
-    ) {
-        self.init(order: order, schedule: schedule, cancel: cancel) { _ in perform() }
-    }
-
     /// Creates a source whose perform handler is handed the source itself, so it can invalidate or re-signal it
-    /// without keeping a reference of its own (as a timer's handler is handed its timer).
+    /// without keeping a reference of its own (as every item's handler is handed its item).
     ///
     /// - Parameters:
     ///   - order: Lower orders are performed first within a pass. Default 0.
@@ -58,10 +38,10 @@ public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: se
         cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
         perform: @escaping @Sendable (LoopSource) -> Void
     ) {
-        self.order = order
         self.scheduleHandler = schedule
         self.cancelHandler = cancel
         self.performHandler = perform
+        super.init(kind: .source, order: order)
     }
 
     /// Marks the source signalled and wakes its loop if that loop is asleep. Safe from any thread.
@@ -79,23 +59,4 @@ public final class LoopSource: LoopItem, @unchecked Sendable {  // Unchecked: se
     /// Whether the source is signalled and not yet performed. Safe from any thread; the answer may be stale.
     public var isSignalled: Bool { signalled.load(ordering: .relaxed) }
 
-    /// Whether this source keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one that
-    /// should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run whose mode
-    /// holds only such items returns ``Loop/RunResult/finished`` (on ``Loop/main``, once
-    /// ``Loop/mainQueueKeepsRunAlive`` is `false`: by default the main queue keeps the main loop's runs going). Safe
-    /// from any thread; from another thread it takes effect at the loop's next pass.
-    public var keepsRunAlive: Bool {
-        get { keepsRunAliveRequested.load(ordering: .relaxed) }
-        set { requestKeepsRunAlive(newValue, for: .source(self)) }
-    }
-
-    /// Removes the source from every mode of its loop for good, calling cancel once per mode. Safe from any thread.
-    ///
-    /// After it returns no new perform starts (one already running on the loop's thread finishes). The cancel
-    /// handlers run on the loop's thread: at once when called there, else at the loop's next pass.
-    public func invalidate() {
-        guard markInvalid() else { return }
-        signalled.store(false, ordering: .releasing)
-        withOwner { $0.detachEverywhere(.source(self)) }
-    }
 }

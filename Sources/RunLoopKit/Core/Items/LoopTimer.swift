@@ -10,9 +10,9 @@ import Synchronization
 /// A one-shot timer that fired leaves its modes and is invalid (``LoopItem/isValid`` is false), as in CF, so a run
 /// whose mode holds only fired one-shot timers returns ``Loop/RunResult/finished``. Unlike CF, it is not dead:
 /// ``setNextFireTime(_:)`` re-arms it, from any thread, and it rejoins every mode it was in (the common modes
-/// included) and fires once more at the new time. Only ``invalidate()`` ends a timer for good.
+/// included) and fires once more at the new time. Only ``LoopItem/invalidate()`` ends a timer for good.
 ///
-/// Threading: ``setNextFireTime(_:)``, ``invalidate()``, ``nextFireTime`` and ``LoopItem/isValid`` are safe from any
+/// Threading: ``setNextFireTime(_:)``, ``LoopItem/invalidate()``, ``nextFireTime`` and ``LoopItem/isValid`` are safe from any
 /// thread; the handler runs on the loop's thread. A timer belongs to at most one loop, in any number of its modes.
 ///
 /// Differences from CF: the tolerance is honoured (CF on Linux ignores it), and a one-shot timer can be re-armed
@@ -20,7 +20,7 @@ import Synchronization
 /// again and again (a guest loop's next timeout, a request's deadline) without making a timer per arming: re-arming a
 /// kept timer costs about a third of making, adding and invalidating a new one (no allocation, no binding; the
 /// W4r figures in Docs/Benchmarks.md).
-public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined.
+public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined.
     /// The longest interval or tolerance accepted: CF's limit, about 16 years.
     public static let maximumInterval: Duration = .seconds(504_911_232)
 
@@ -28,9 +28,6 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     nonisolated(unsafe) var state = State.idle
     /// The timer's index in the loop's timer heap while it is scheduled, else -1.
     nonisolated(unsafe) var heapIndex: Int32 = -1
-
-    /// Kept for CF parity and shown in descriptions; like CF, firing order does not depend on it.
-    public let order: Int
 
     let handler: @Sendable (LoopTimer) -> Void
     /// The repeat interval in nanoseconds (at least 1), or 0 for a one-shot timer.
@@ -101,11 +98,11 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
             toleranceNanoseconds = tolerance.saturatingNanoseconds
             if intervalNanoseconds > 0 { toleranceNanoseconds = min(toleranceNanoseconds, intervalNanoseconds / 2) }
         }
-        self.order = order
         self.handler = handler
         self.intervalNanoseconds = intervalNanoseconds
         self.toleranceNanoseconds = toleranceNanoseconds
         self.fireTimeStorage = Atomic(fireTime.nanoseconds)
+        super.init(kind: .timer, order: order)
     }
 
     /// Creates a timer that first fires `delay` from now; see ``init(at:repeating:tolerance:order:handler:)``.
@@ -131,16 +128,6 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
     var fireTime: Int64 {
         get { fireTimeStorage.load(ordering: .relaxed) }
         set { fireTimeStorage.store(newValue, ordering: .relaxed) }
-    }
-
-    /// Whether this timer keeps runs of its modes going (default `true`, CF's rule). Set it to `false` for one that
-    /// should work while the loop runs for other reasons but never be the reason (libuv's `uv_unref`): a run whose mode
-    /// holds only such items returns ``Loop/RunResult/finished`` (on ``Loop/main``, once
-    /// ``Loop/mainQueueKeepsRunAlive`` is `false`: by default the main queue keeps the main loop's runs going). Safe
-    /// from any thread; from another thread it takes effect at the loop's next pass.
-    public var keepsRunAlive: Bool {
-        get { keepsRunAliveRequested.load(ordering: .relaxed) }
-        set { requestKeepsRunAlive(newValue, for: .timer(self)) }
     }
 
     /// Whether the timer repeats.
@@ -174,14 +161,6 @@ public final class LoopTimer: LoopItem, @unchecked Sendable {  // Unchecked: mut
         }
     }
 
-    /// Stops the timer for good and removes it from every mode of its loop. Safe from any thread.
-    ///
-    /// After it returns no new firing starts (one already running on the loop's thread finishes). From inside
-    /// the handler it prevents any repeat. A one-shot timer that fired can no longer be re-armed once invalidated.
-    public func invalidate() {
-        guard markInvalid() else { return }
-        withOwner { $0.detachEverywhere(.timer(self)) }
-    }
 }
 
 extension LoopTimer {

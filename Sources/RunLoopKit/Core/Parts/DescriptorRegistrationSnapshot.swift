@@ -7,14 +7,14 @@ struct DescriptorRegistrationSnapshot {
         let watch: DescriptorWatch
         let descriptor: CInt
         /// What the epoll set was last told for it.
-        let registeredEvents: FileDescriptorSource.Events
+        let registeredEvents: DescriptorBackedSource.Events
         /// The union of what its valid sources watch.
-        let wanted: FileDescriptorSource.Events
+        let wanted: DescriptorBackedSource.Events
         let isParked: Bool
         /// Whether ``DescriptorTable/parked`` holds it.
         let isInParkedList: Bool
         /// The sources in its list (``DescriptorWatch/forEachSource(_:)``).
-        let sources: [FileDescriptorSource]
+        let sources: [DescriptorBackedSource]
         /// How many sources hold the registration (``DescriptorWatch/users``).
         let users: Int
         /// Whether the poller's table names it for its number and it has not left the set.
@@ -30,8 +30,8 @@ struct DescriptorRegistrationSnapshot {
     let strayParkedCount: Int
     /// Numbers the poller's table holds that the loop's thread does not know: should be none between passes.
     let unknownEpollEntries: [CInt]
-    /// Sources waiting for their last (``FileDescriptorSource/Events/invalid``) call.
-    let failedSources: [FileDescriptorSource]
+    /// Sources waiting for their last (``DescriptorBackedSource/Events/invalid``) call.
+    let failedSources: [DescriptorBackedSource]
 }
 
 extension Loop {
@@ -45,7 +45,7 @@ extension Loop {
         var registrations: [DescriptorRegistrationSnapshot.Registration] = []
         for (descriptor, entry) in descriptorTable.registered.sorted(by: { $0.key < $1.key }) {
             let watch = entry.takeUnretainedValue()
-            var sources: [FileDescriptorSource] = []
+            var sources: [DescriptorBackedSource] = []
             watch.forEachSource { sources.append($0) }
             let tableEntry = entries[descriptor]
             registrations.append(

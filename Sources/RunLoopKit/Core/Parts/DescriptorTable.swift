@@ -4,14 +4,14 @@ struct DescriptorTable {
     /// the loop's thread last learnt it (``Loop/enterWatch(_:)``).
     ///
     /// Unmanaged: a watch is here only while at least one source is in it, and each of those holds it
-    /// (``FileDescriptorSource/watch``), so a pass reads it without a retain and release per report (a single
-    /// watcher's pass costs what it did before registrations were shared). See ``Loop/registeredWatch(_:)``.
+    /// (``DescriptorBackedSource/watch``), so a pass reads it without a retain and release per report (a single
+    /// watcher's pass costs what it did before registrations were shared).
     var registered: [CInt: Unmanaged<DescriptorWatch>] = [:]
     /// Registrations narrowed because they reported what no source of them in the running mode watched
     /// (``Loop/park(_:claimed:)``), until a mode of theirs runs.
     var parked: [DescriptorWatch] = []
-    /// Sources the loop invalidated because their descriptor failed (``FileDescriptorSource/failure``), whose
-    /// handlers are still to be told (``FileDescriptorSource/Events/invalid``) in a pass of one of the modes they
+    /// Sources the loop invalidated because their descriptor failed (``DescriptorBackedSource/failure``), whose
+    /// handlers are still to be told (``DescriptorBackedSource/Events/invalid``) in a pass of one of the modes they
     /// were in. Rare, so allocating here is fine.
-    var failed: [(source: FileDescriptorSource, modeIDs: [Int])] = []
+    var failed: [(source: DescriptorBackedSource, modeIDs: [Int])] = []
 }

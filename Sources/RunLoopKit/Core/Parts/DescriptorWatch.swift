@@ -1,6 +1,6 @@
 import RunLoopKitSystem
 
-/// One registration of a descriptor number in a loop's epoll set, shared by every ``FileDescriptorSource`` of the
+/// One registration of a descriptor number in a loop's epoll set, shared by every ``DescriptorBackedSource`` of the
 /// loop that watches the open file the number names: the set is told the union of what they watch, and each report
 /// goes to those of them in the running mode.
 ///
@@ -11,7 +11,7 @@ import RunLoopKitSystem
 ///   read on the loop's thread, which learns of the watch only through a change posted after it was made.
 /// - the source list and `isParked`: the loop's thread only.
 final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's guard is listed above.
-    typealias Events = FileDescriptorSource.Events
+    typealias Events = DescriptorBackedSource.Events
 
     /// Why a registration left the epoll set.
     enum Removal {
@@ -49,8 +49,8 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
 
     /// The sources that joined it on the loop's thread, in no particular order: most watches have one, kept inline.
     /// Loop thread only.
-    private(set) var first: FileDescriptorSource?
-    private(set) var others: [FileDescriptorSource] = []
+    private(set) var first: DescriptorBackedSource?
+    private(set) var others: [DescriptorBackedSource] = []
     /// How many sources it holds: `first` plus `others`, kept so that dispatch need not touch `others` for a
     /// registration of one source.
     private(set) var count = 0
@@ -67,13 +67,13 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
     var isEmpty: Bool { first == nil }
 
     /// Enters `source`, which must not be in it yet. Loop thread only.
-    func insert(_ source: FileDescriptorSource) {
+    func insert(_ source: DescriptorBackedSource) {
         if first == nil { first = source } else { others.append(source) }
         count += 1
     }
 
     /// Takes `source` out, if it is in. Loop thread only.
-    func remove(_ source: FileDescriptorSource) {
+    func remove(_ source: DescriptorBackedSource) {
         if first === source {
             first = others.popLast()
         } else if let index = others.firstIndex(where: { $0 === source }) {
@@ -86,15 +86,15 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
 
     /// Calls `body` with every source in it. Loop thread only.
     @inline(__always)
-    func forEachSource(_ body: (FileDescriptorSource) -> Void) {
+    func forEachSource(_ body: (DescriptorBackedSource) -> Void) {
         guard let first else { return }
         body(first)
         if !others.isEmpty { for source in others { body(source) } }
     }
 
     /// Takes every source out and answers them. Loop thread only.
-    func removeAll() -> [FileDescriptorSource] {
-        var all: [FileDescriptorSource] = []
+    func removeAll() -> [DescriptorBackedSource] {
+        var all: [DescriptorBackedSource] = []
         forEachSource { all.append($0) }
         first = nil
         others = []
@@ -107,7 +107,7 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
     var wanted: Events {
         var union: Events = []
         forEachSource { source in
-            if source.isValid && !source.isHeldByRateLimit { union.formUnion(source.events) }
+            if source.isValid && !source.isHeldByRateLimit { union.formUnion(source.watchedEvents) }
         }
         return union
     }
@@ -118,7 +118,7 @@ final class DescriptorWatch: @unchecked Sendable {  // Unchecked: each field's g
         var union: Events = []
         forEachSource { source in
             if source.isValid && !source.isHeldByRateLimit && source.isIn(modeID: modeID) {
-                union.formUnion(source.events)
+                union.formUnion(source.watchedEvents)
             }
         }
         return union

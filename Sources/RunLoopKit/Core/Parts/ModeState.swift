@@ -1,7 +1,7 @@
 /// The items of one mode of one loop. Loop thread only.
 final class ModeState {
     let name: Loop.Mode
-    /// Index in the loop's mode list; items record it in ``ItemCore/memberships``.
+    /// Index in the loop's mode list; items record it in ``LoopItem/memberships``.
     let id: Int
     /// Whether the mode is one of the loop's common modes, so passes (a block or job for ``Loop/Mode/common``, the
     /// main queue) need not hash its name. Set when the mode is created or made common (never cleared, as in CF).
@@ -9,10 +9,10 @@ final class ModeState {
     /// Whether this is ``Loop/Mode/default``, so passes match blocks queued for it without comparing names.
     let isDefault: Bool
 
-    // Unordered; each item records its index here (its slot) in its `ItemCore` membership for this mode, so
+    // Unordered; each item records its index here (its slot) in its `LoopItem` membership for this mode, so
     // insert and remove are O(1) without hashing: removal moves the last item into the hole.
     @exclusivity(unchecked) private(set) var sources: [LoopSource] = []
-    @exclusivity(unchecked) private(set) var descriptorSources: [FileDescriptorSource] = []
+    @exclusivity(unchecked) private(set) var descriptorSources: [DescriptorBackedSource] = []
     @exclusivity(unchecked) private(set) var timers: [LoopTimer] = []
     /// Sorted by order; equal orders keep the order they were added in.
     @exclusivity(unchecked) private(set) var observers: [LoopObserver] = []

@@ -11,8 +11,10 @@ final class RateLimiter: @unchecked Sendable {  // Unchecked: each field's guard
     struct Settings: Sendable {
         /// The limit, `nil` for none.
         var limit: RateLimit?
-        /// The typed handler told when a pause begins and ends (`(Item, Bool) -> Void` for the item's class).
+        /// The handler told when a pause begins and ends, as set (`(Item, Bool) -> Void` for the item's class).
         var handler: (any Sendable)?
+        /// The same handler as the loop calls it, with the item as its base class.
+        var callout: (@Sendable (LoopItem, Bool) -> Void)?
     }
 
     let settings = Locked(Settings())

@@ -10,7 +10,7 @@ struct ScratchPools {
     /// Due timers of a pass, each retained while listed (``Loop/fireDueTimers()``).
     var timers = ArrayPool<Unmanaged<LoopTimer>>()
     var callbacks = ArrayPool<CallbackTimers.Entry>()
-    var readyDescriptors = ArrayPool<(FileDescriptorSource, FileDescriptorSource.Events)>()
+    var readyDescriptors = ArrayPool<(DescriptorBackedSource, DescriptorBackedSource.Events)>()
     /// One epoll event buffer per run depth, allocated on first use and freed with the loop.
     private(set) var eventBuffers: [UnsafeMutableBufferPointer<epoll_event>] = []
 

@@ -14,10 +14,10 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             let pair = try! SocketPair()
             let trigger = Pipe()
-            let writer = try! FileDescriptorSource(descriptor: pair.first, events: .writable, order: 1) {
-                calls.append("writer \($0)")
+            let writer = try! FileDescriptorSource(descriptor: pair.first, events: .writable, order: 1) { _, events in
+                calls.append("writer \(events)")
             }
-            let first = try! FileDescriptorSource(descriptor: trigger.readEnd, order: 0) { _ in
+            let first = try! FileDescriptorSource(descriptor: trigger.readEnd, order: 0) { _, _ in
                 trigger.drain()
                 writer.events = .readable  // The socket is writable, not readable: nothing to tell now.
                 calls.append("first")
@@ -47,7 +47,7 @@ import Testing
                 source.events = []  // One report per watch: the one-shot shape a C library asks for.
             }
             try! loop.add(source)
-            try! loop.add(LoopObserver(activities: .beforeTimers) { _ in passes.increment() })
+            try! loop.add(LoopObserver(activities: .beforeTimers) { _, _ in passes.increment() })
             Glibc.close(pair.second)  // The peer hangs up.
             _ = loop.run(in: .default, for: .milliseconds(50))
             calls.append("watched nothing for 50 ms")

@@ -12,7 +12,7 @@ import Testing
         defer { pipe.close() }
         let sourceBox = Box<FileDescriptorSource>()
         let running = ItemsSupport.startRunningLoop { loop in
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { events in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, events in
                 calls.append("\(events) \(Loop.current === loop)")
                 pipe.drain()
             }
@@ -33,7 +33,7 @@ import Testing
         defer { pipe.close() }
         ItemsSupport.onLoopThread { loop in
             let box = Box<FileDescriptorSource>()
-            let source = try! FileDescriptorSource(descriptor: pipe.writeEnd, events: .writable) { ready in
+            let source = try! FileDescriptorSource(descriptor: pipe.writeEnd, events: .writable) { _, ready in
                 events.append(ready)
                 box.value?.invalidate()
             }
@@ -51,7 +51,7 @@ import Testing
         defer { Glibc.close(pipe.readEnd) }
         let sourceBox = Box<FileDescriptorSource>()
         let running = ItemsSupport.startRunningLoop { loop in
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { ready in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, ready in
                 events.append(ready)
                 sourceBox.value?.invalidate()  // Level-triggered: a hang-up stays; stop watching.
             }
@@ -75,7 +75,7 @@ import Testing
         while Glibc.write(pipe.writeEnd, &chunk, chunk.count) > 0 {}
         let sourceBox = Box<FileDescriptorSource>()
         let running = ItemsSupport.startRunningLoop { loop in
-            let source = try! FileDescriptorSource(descriptor: pipe.writeEnd, events: .writable) { ready in
+            let source = try! FileDescriptorSource(descriptor: pipe.writeEnd, events: .writable) { _, ready in
                 events.append(ready)
                 sourceBox.value?.invalidate()  // Level-triggered: the error stays; stop watching.
             }
@@ -96,7 +96,7 @@ import Testing
         defer { Glibc.close(pipe.readEnd) }
         ItemsSupport.onLoopThread { loop in
             let box = Box<FileDescriptorSource>()
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { ready in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, ready in
                 events.append(ready)
                 pipe.drain()
                 if !ready.contains(.readable) { box.value?.invalidate() }
@@ -120,14 +120,14 @@ import Testing
             var sources: [FileDescriptorSource] = []
             for (index, pipe) in pipes.enumerated() {
                 let name = "order\(orders[index])"
-                let source = try! FileDescriptorSource(descriptor: pipe.readEnd, order: orders[index]) { _ in
+                let source = try! FileDescriptorSource(descriptor: pipe.readEnd, order: orders[index]) { _, _ in
                     events.append(name)
                     pipe.drain()
                 }
                 try! loop.add(source)
                 sources.append(source)
             }
-            let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { events.append("\($0)") }
+            let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in events.append("\(activity)") }
             try! loop.add(observer)
             for pipe in pipes { pipe.write() }
             ItemsSupport.run(loop, timeout: .seconds(5)) { events.all.filter { $0.hasPrefix("order") }.count >= 3 }
@@ -149,7 +149,7 @@ import Testing
         let pipe = Pipe()
         defer { pipe.close() }
         ItemsSupport.onLoopThread { loop in
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in calls.increment() }
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in calls.increment() }
             try! loop.add(source)
             pipe.write()
             for _ in 0..<3 {
@@ -168,13 +168,13 @@ import Testing
         let pipe = Pipe()
         defer { pipe.close() }
         ItemsSupport.onLoopThread { loop in
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { events in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, events in
                 calls.append("\(events) \(loop.currentMode?.name ?? "-")")
                 pipe.drain()
             }
             try! loop.add(source, to: "other")
             try! loop.add(ItemsSupport.keepAlive())
-            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in passes.increment() })
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _, _ in passes.increment() })
             pipe.write()
             results.append(loop.run(in: .default, for: .milliseconds(300)))
             results.append(loop.run(in: "other", for: .seconds(5), returnAfterSourceHandled: true))
@@ -193,14 +193,14 @@ import Testing
         defer { Glibc.close(pipe.readEnd) }
         ItemsSupport.onLoopThread { loop in
             let box = Box<FileDescriptorSource>()
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { events in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, events in
                 calls.append(events)
                 box.value?.invalidate()
             }
             box.value = source
             try! loop.add(source, to: "other")
             try! loop.add(ItemsSupport.keepAlive())
-            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in passes.increment() })
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _, _ in passes.increment() })
             Glibc.close(pipe.writeEnd)  // A hang-up is reported whatever events were asked for.
             results.append(loop.run(in: .default, for: .milliseconds(300)))
             results.append(loop.run(in: "other", for: .seconds(5), returnAfterSourceHandled: true))
@@ -216,7 +216,7 @@ import Testing
         var codes: [LoopError.Code] = []
         for descriptor in [-1, closed] {
             do throws(LoopError) {
-                _ = try FileDescriptorSource(descriptor: descriptor) { _ in }
+                _ = try FileDescriptorSource(descriptor: descriptor) { _, _ in }
             } catch {
                 codes.append(error.code)
             }
@@ -230,7 +230,7 @@ import Testing
             let pipe = Pipe()
             let high = fcntl(pipe.readEnd, F_DUPFD_CLOEXEC, ItemsSupport.highDescriptorFloor(slot: 9))
             pipe.close()
-            let source = try! FileDescriptorSource(descriptor: high) { _ in }
+            let source = try! FileDescriptorSource(descriptor: high) { _, _ in }
             Glibc.close(high)
             do throws(LoopError) {
                 try loop.add(source)
@@ -251,7 +251,7 @@ import Testing
         }
         let codes = Recorder<LoopError.Code>()
         ItemsSupport.onLoopThread { loop in
-            let source = try! FileDescriptorSource(descriptor: descriptor) { _ in }
+            let source = try! FileDescriptorSource(descriptor: descriptor) { _, _ in }
             do throws(LoopError) {
                 try loop.add(source)
             } catch {
@@ -266,7 +266,7 @@ import Testing
         let validity = Recorder<Bool>()
         ItemsSupport.onLoopThread { loop in
             let old = Pipe()
-            let oldSource = try! FileDescriptorSource(descriptor: old.readEnd) { calls.append("old \($0)") }
+            let oldSource = try! FileDescriptorSource(descriptor: old.readEnd) { _, events in calls.append("old \(events)") }
             try! loop.add(oldSource)
             try! loop.add(ItemsSupport.keepAlive())
             loop.run(in: .default, for: .zero)
@@ -275,7 +275,7 @@ import Testing
             let new = Pipe()
             let number = old.readEnd
             precondition(moveDescriptor(new.readEnd, onto: number))
-            let newSource = try! FileDescriptorSource(descriptor: number) { _ in
+            let newSource = try! FileDescriptorSource(descriptor: number) { _, _ in
                 calls.append("new")
                 var buffer = [UInt8](repeating: 0, count: 64)
                 _ = read(number, &buffer, 64)
@@ -306,7 +306,7 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             let old = Pipe()
             let number = old.readEnd
-            let source = try! FileDescriptorSource(descriptor: number, events: []) { outcome.append("called \($0)") }
+            let source = try! FileDescriptorSource(descriptor: number, events: []) { _, events in outcome.append("called \(events)") }
             try! loop.add(source)
             let new = Pipe()
             precondition(moveDescriptor(new.readEnd, onto: number))
@@ -328,7 +328,7 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             let old = Pipe()
             let number = old.readEnd
-            let oldSource = try! FileDescriptorSource(descriptor: number) { calls.append("old \($0)") }
+            let oldSource = try! FileDescriptorSource(descriptor: number) { _, events in calls.append("old \(events)") }
             try! loop.add(oldSource, to: "other")
             try! loop.add(ItemsSupport.keepAlive())
             try! loop.add(ItemsSupport.keepAlive(), to: "other")
@@ -358,7 +358,7 @@ import Testing
         defer { pipe.close() }
         ItemsSupport.onLoopThread { loop in
             let box = Box<FileDescriptorSource>()
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
                 calls.increment()
                 box.value?.invalidate()  // Not drained: only invalidation keeps it from being called again.
             }
@@ -377,7 +377,7 @@ import Testing
         defer { pipe.close() }
         let running = ItemsSupport.startRunningLoop()
         let loop = running.loop
-        let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+        let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
             calls.append(Loop.current === loop)
             pipe.drain()
         }
@@ -401,11 +401,11 @@ import Testing
         pipe.write()  // Readable throughout: a stale registration would wake the loop on every pass.
         let wakeUps = Counter()
         let running = ItemsSupport.startRunningLoop { loop in
-            try! loop.add(LoopObserver(activities: .afterWaiting) { _ in wakeUps.increment() })
+            try! loop.add(LoopObserver(activities: .afterWaiting) { _, _ in wakeUps.increment() })
         }
         defer { running.finish() }
         for _ in 0..<200 {
-            let source = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let source = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             try running.loop.add(source)
             source.invalidate()
         }
@@ -415,7 +415,7 @@ import Testing
         let before = wakeUps.current
         #expect(!waitUntil(timeout: .milliseconds(300)) { wakeUps.current > before + 20 }, "the loop spins")
         let handled = Counter()
-        let fresh = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in handled.increment() }
+        let fresh = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in handled.increment() }
         try running.loop.add(fresh)
         #expect(waitUntil { handled.current > 0 })
         fresh.invalidate()
@@ -430,7 +430,7 @@ import Testing
         let takenByTheLoop = Box<Bool>()
         let thread = TestThread {
             let pipe = Pipe()
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             let number = pipe.readEnd
             pipe.close()
             do throws(LoopError) {

@@ -10,7 +10,7 @@ import Testing
         let sourceBox = Box<LoopSource>()
         let result = Box<Loop.RunResult>()
         let (loop, thread) = startLoopThread { loop in
-            let source = LoopSource {
+            let source = LoopSource { _ in
                 onLoopThread.append(Loop.current === loop)
                 loop.stop()
             }
@@ -29,7 +29,7 @@ import Testing
         let performed = Counter()
         let counts = Recorder<Int>()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource { performed.increment() }
+            let source = LoopSource { _ in performed.increment() }
             try! loop.add(source)
             for _ in 0..<100 { source.signal() }
             let other = TestThread { for _ in 0..<100 { source.signal() } }
@@ -51,7 +51,7 @@ import Testing
         let performs = Counter()
         let sourceBox = Box<LoopSource>()
         let running = ItemsSupport.startRunningLoop(timeout: .seconds(60)) { loop in
-            let source = LoopSource {
+            let source = LoopSource { _ in
                 performs.increment()
                 // The loop cleared the signalled flag before this call: every signal counted so far is covered.
                 let seen = issued.load(ordering: .sequentiallyConsistent)
@@ -102,7 +102,7 @@ import Testing
             let sources: [(String, Int)] = [("a1", 1), ("b0", 0), ("c1", 1), ("d0", 0)]
             var made: [String: LoopSource] = [:]
             for (name, order) in sources {
-                let source = LoopSource(order: order) { recorder.append(name) }
+                let source = LoopSource(order: order) { _ in recorder.append(name) }
                 try! loop.add(source)
                 made[name] = source
             }
@@ -117,9 +117,9 @@ import Testing
         let results = Recorder<Loop.RunResult>()
         let stillSignalled = Recorder<[Bool]>()
         ItemsSupport.onLoopThread { loop in
-            let a = LoopSource(order: 0) { recorder.append("a") }
-            let b = LoopSource(order: 1) { recorder.append("b") }
-            let c = LoopSource(order: 2) { recorder.append("c") }
+            let a = LoopSource(order: 0) { _ in recorder.append("a") }
+            let b = LoopSource(order: 1) { _ in recorder.append("b") }
+            let c = LoopSource(order: 2) { _ in recorder.append("c") }
             for source in [a, b, c] {
                 try! loop.add(source)
                 source.signal()
@@ -139,12 +139,12 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             let performed = Counter()
             let box = Box<LoopSource>()
-            let source = LoopSource {
+            let source = LoopSource { _ in
                 events.append("perform")
                 if performed.increment() == 1 { box.value?.signal() }
             }
             box.value = source
-            let observer = LoopObserver(activities: .beforeSources) { _ in events.append("pass") }
+            let observer = LoopObserver(activities: .beforeSources) { _, _ in events.append("pass") }
             try! loop.add(observer)
             try! loop.add(source)
             source.signal()
@@ -166,7 +166,7 @@ import Testing
         let source = LoopSource(
             schedule: { scheduled, mode in
                 calls.append("\(mode.name) \(scheduled === loop) \(scheduled.isCurrent)")
-            }, perform: {})
+            }, perform: { _ in })
         // Added from the test thread: the handler still runs on the loop's thread.
         try! loop.add(source, to: "a")
         try! loop.add(source, to: "b")
@@ -180,7 +180,7 @@ import Testing
         let calls = Recorder<String>()
         ItemsSupport.onLoopThread { loop in
             loop.addCommonMode("extra")
-            let source = LoopSource(schedule: { _, mode in calls.append(mode.name) }, perform: {})
+            let source = LoopSource(schedule: { _, mode in calls.append(mode.name) }, perform: { _ in })
             try! loop.add(source, to: .common)
             try! loop.add(source, to: .common)
         }
@@ -195,7 +195,7 @@ import Testing
                 cancel: { cancelled, mode in
                     calls.append(mode.name)
                     threadChecks.append(cancelled === loop && cancelled.isCurrent)
-                }, perform: {})
+                }, perform: { _ in })
             for mode: Loop.Mode in ["a", "b", "c"] { try! loop.add(source, to: mode) }
             loop.remove(source, from: "a")
             calls.append("removed")
@@ -217,7 +217,7 @@ import Testing
             let source = LoopSource(
                 cancel: { cancelled, mode in
                     calls.append("\(mode.name) \(cancelled.isCurrent)")
-                }, perform: {})
+                }, perform: { _ in })
             try! loop.add(source, to: .default)
             try! loop.add(source, to: "other")
             sourceBox.value = source
@@ -236,7 +236,7 @@ import Testing
             let box = Box<LoopSource>()
             let source = LoopSource(
                 cancel: { _, _ in cancels.increment() },
-                perform: {
+                perform: { _ in
                     performed.increment()
                     box.value?.invalidate()
                     box.value?.signal()  // Invalid: ignored.
@@ -256,8 +256,8 @@ import Testing
     @Test func sourceInvalidatedByAnEarlierPerformInTheSamePassIsSkipped() {
         let recorder = Recorder<String>()
         ItemsSupport.onLoopThread { loop in
-            let late = LoopSource(order: 1) { recorder.append("late") }
-            let early = LoopSource(order: 0) {
+            let late = LoopSource(order: 1) { _ in recorder.append("late") }
+            let early = LoopSource(order: 0) { _ in
                 recorder.append("early")
                 late.invalidate()
             }
@@ -281,10 +281,10 @@ import Testing
         let recorder = Recorder<String>()
         let signalled = Recorder<Bool>()
         ItemsSupport.onLoopThread { loop in
-            let late = LoopSource(order: 1, cancel: { _, mode in recorder.append("cancel \(mode)") }) {
+            let late = LoopSource(order: 1, cancel: { _, mode in recorder.append("cancel \(mode)") }) { _ in
                 recorder.append("late in \(loop.currentMode?.name ?? "-")")
             }
-            let early = LoopSource(order: 0) {
+            let early = LoopSource(order: 0) { _ in
                 recorder.append("early")
                 loop.remove(late)
             }
@@ -308,7 +308,7 @@ import Testing
     @Test func sourceSignalledBeforeItIsAddedIsPerformedOnceAdded() {
         let performed = Counter()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource { performed.increment() }
+            let source = LoopSource { _ in performed.increment() }
             source.signal()
             source.signal()
             try! loop.add(source)
@@ -322,7 +322,7 @@ import Testing
         let performedOnLoop = Recorder<Bool>()
         let running = ItemsSupport.startRunningLoop()
         let loop = running.loop
-        let source = LoopSource { performedOnLoop.append(Loop.current === loop) }
+        let source = LoopSource { _ in performedOnLoop.append(Loop.current === loop) }
         source.signal()
         #expect(waitUntil { loop.isWaiting })
         try! loop.add(source)
@@ -334,7 +334,7 @@ import Testing
     @Test func addingAnInvalidatedSourceThrowsInvalidated() {
         let codes = Recorder<LoopError.Code>()
         ItemsSupport.onLoopThread { loop in
-            let source = LoopSource {}
+            let source = LoopSource { _ in }
             source.invalidate()
             do throws(LoopError) {
                 try loop.add(source)
@@ -348,7 +348,7 @@ import Testing
     @Test func addingASourceToASecondLoopThrowsOwnedByAnotherLoop() {
         let first = ItemsSupport.startRunningLoop()
         let second = ItemsSupport.startRunningLoop()
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         var codes: [LoopError.Code] = []
         do throws(LoopError) {
             try first.loop.add(source)
@@ -369,7 +369,7 @@ import Testing
             var made: [LoopSource] = []
             made.reserveCapacity(10_000)
             for index in 0..<10_000 {
-                let source = LoopSource { performed.append(index) }
+                let source = LoopSource { _ in performed.append(index) }
                 try! loop.add(source)
                 made.append(source)
             }

@@ -282,7 +282,7 @@ import Testing
             let timer = try! LoopTimer(after: .milliseconds(30)) { _ in fires.append(loop.currentMode?.name ?? "-") }
             try! loop.add(timer, to: "other")
             try! loop.add(ItemsSupport.keepAlive())
-            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in passes.increment() })
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _, _ in passes.increment() })
             results.append(loop.run(in: .default, for: .milliseconds(300)))
             results.append(loop.run(in: "other", for: .seconds(5)))
         }

@@ -28,7 +28,7 @@ import Testing
     @Test func removingItemsFromTheMiddleOfAModeKeepsTheOthersInIt() {
         let performed = Recorder<Int>()
         ItemsSupport.onLoopThread { loop in
-            let sources = (0..<6).map { index in LoopSource(order: index) { performed.append(index) } }
+            let sources = (0..<6).map { index in LoopSource(order: index) { _ in performed.append(index) } }
             for source in sources {
                 try! loop.add(source)
                 try! loop.add(source, to: "other")

@@ -10,7 +10,7 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
             for (name, order) in [("b1", 5), ("c", 10), ("a", -3), ("b2", 5), ("b3", 5)] {
-                try! loop.add(LoopObserver(activities: .entry, order: order) { _ in calls.append(name) })
+                try! loop.add(LoopObserver(activities: .entry, order: order) { _, _ in calls.append(name) })
             }
             loop.run(in: .default, for: .zero)
         }
@@ -22,7 +22,7 @@ import Testing
         let state = Recorder<Bool>()
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            let once = LoopObserver(activities: [.beforeTimers, .beforeSources], repeats: false) { activity in
+            let once = LoopObserver(activities: [.beforeTimers, .beforeSources], repeats: false) { _, activity in
                 calls.append("\(activity)")
             }
             try! loop.add(once)
@@ -42,10 +42,10 @@ import Testing
         let calls = Recorder<String>()
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            let adder = LoopObserver(activities: .beforeTimers, repeats: false, order: 0) { _ in
+            let adder = LoopObserver(activities: .beforeTimers, repeats: false, order: 0) { _, _ in
                 calls.append("adder")
                 try! loop.add(
-                    LoopObserver(activities: [.beforeTimers, .exit], order: 1) { activity in
+                    LoopObserver(activities: [.beforeTimers, .exit], order: 1) { _, activity in
                         calls.append("added \(activity)")
                     })
             }
@@ -62,12 +62,12 @@ import Testing
         let answers = Recorder<Bool>()
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            let victim = LoopObserver(activities: .entry, order: 1) { _ in calls.append("victim") }
-            let killer = LoopObserver(activities: .entry, order: 0) { _ in
+            let victim = LoopObserver(activities: .entry, order: 1) { _, _ in calls.append("victim") }
+            let killer = LoopObserver(activities: .entry, order: 0) { _, _ in
                 calls.append("killer")
                 victim.invalidate()
             }
-            let bystander = LoopObserver(activities: .entry, order: 2) { _ in calls.append("bystander") }
+            let bystander = LoopObserver(activities: .entry, order: 2) { _, _ in calls.append("bystander") }
             try! loop.add(killer)
             try! loop.add(victim)
             try! loop.add(bystander)
@@ -84,10 +84,10 @@ import Testing
         let calls = Recorder<String>()
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
-            let later = LoopObserver(activities: [.entry, .exit], order: 1) { activity in
+            let later = LoopObserver(activities: [.entry, .exit], order: 1) { _, activity in
                 calls.append("later \(activity)")
             }
-            let remover = LoopObserver(activities: .entry, order: 0) { _ in loop.remove(later) }
+            let remover = LoopObserver(activities: .entry, order: 0) { _, _ in loop.remove(later) }
             try! loop.add(remover)
             try! loop.add(later)
             loop.run(in: .default, for: .zero)
@@ -101,13 +101,13 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             try! loop.add(ItemsSupport.keepAlive())
             let removerBox = Box<LoopObserver>()
-            let remover = LoopObserver(activities: .beforeTimers) { _ in
+            let remover = LoopObserver(activities: .beforeTimers) { _, _ in
                 calls.append("remover")
                 loop.remove(removerBox.value!)
             }
             removerBox.value = remover
             let invaliderBox = Box<LoopObserver>()
-            let invalidator = LoopObserver(activities: .beforeSources) { _ in
+            let invalidator = LoopObserver(activities: .beforeSources) { _, _ in
                 calls.append("invalidator")
                 invaliderBox.value!.invalidate()
             }

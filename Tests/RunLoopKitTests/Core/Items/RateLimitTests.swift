@@ -20,7 +20,7 @@ import Testing
 
     /// Counts the loop's passes that went to sleep or polled (one `beforeWaiting` each, but for polls).
     private static func passCounter(_ counter: Counter) -> LoopObserver {
-        LoopObserver(activities: [.afterWaiting]) { _ in counter.increment() }
+        LoopObserver(activities: [.afterWaiting]) { _, _ in counter.increment() }
     }
 
     // MARK: The test
@@ -36,7 +36,7 @@ import Testing
         pipe.write()  // Never drained: readable on every pass.
         let child = ChildProcess.spawn(["/bin/sleep", "0.3"])
         ItemsSupport.onLoopThread { loop in
-            let flood = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in floodCalls.increment() }
+            let flood = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in floodCalls.increment() }
             flood.rateLimit = try! RateLimit(burst: 10, per: .milliseconds(100))
             flood.rateLimitHandler = { _, limited in if limited { sawLimited.set() } }
             try! loop.add(flood)
@@ -112,7 +112,7 @@ import Testing
         let pipe = Pipe()
         pipe.write()
         ItemsSupport.onLoopThread { loop in
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in calls.increment() }
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in calls.increment() }
             source.rateLimit = try! RateLimit(burst: 5, per: .seconds(30))
             try! loop.add(source)
             try! loop.add(ItemsSupport.keepAlive())
@@ -183,7 +183,7 @@ import Testing
         let sourceBox = Box<LoopSource>()
         let interval: Duration = .milliseconds(300)
         let running = ItemsSupport.startRunningLoop { loop in
-            let source = LoopSource { times.stamp() }
+            let source = LoopSource { _ in times.stamp() }
             source.rateLimit = try! RateLimit(burst: 1, per: interval)
             try! loop.add(source)
             sourceBox.value = source
@@ -216,7 +216,7 @@ import Testing
         let interval: Duration = .milliseconds(200)
         ItemsSupport.onLoopThread { loop in
             // Reads one byte per call: the second byte keeps the pipe readable through the pause.
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
                 var byte: UInt8 = 0
                 if read(pipe.readEnd, &byte, 1) == 1 { bytes.append(byte) }
                 times.stamp()
@@ -291,7 +291,7 @@ import Testing
         let limit = try! RateLimit(burst: 1, per: .nanoseconds(1))
         #expect(limit.burst == 1 && limit.interval == .nanoseconds(1))
         #expect(try! RateLimit(burst: 10, per: .seconds(1)).description == "10 per 1.0 seconds")
-        let source = LoopSource {}
+        let source = LoopSource { _ in }
         #expect(source.rateLimit == nil && !source.isRateLimited && source.rateLimitHandler == nil)
     }
 
@@ -304,7 +304,7 @@ import Testing
         let sourceBox = Box<LoopSource>()
         let timerBox = Box<LoopTimer>()
         let running = ItemsSupport.startRunningLoop { loop in
-            let source = LoopSource { performs.increment() }
+            let source = LoopSource { _ in performs.increment() }
             source.rateLimit = try! RateLimit(burst: 1, per: .seconds(60))
             source.rateLimitHandler = { _, limited in changes.append(limited) }
             try! loop.add(source)
@@ -372,7 +372,7 @@ import Testing
         let pipe = Pipe()
         pipe.write()
         ItemsSupport.onLoopThread { loop in
-            let descriptor = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in calls.increment() }
+            let descriptor = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in calls.increment() }
             let source = LoopSource { source in
                 calls.increment()
                 source.signal()
@@ -415,9 +415,9 @@ import Testing
         let pipe = Pipe()
         pipe.write()
         ItemsSupport.onLoopThread { loop in
-            let limited = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in limitedCalls.increment() }
+            let limited = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in limitedCalls.increment() }
             limited.rateLimit = try! RateLimit(burst: 1, per: .seconds(60))
-            let other = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in otherCalls.increment() }
+            let other = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in otherCalls.increment() }
             try! loop.add(limited)
             try! loop.add(other)
             ItemsSupport.run(loop) { otherCalls.current >= 50 }
@@ -437,9 +437,9 @@ import Testing
         pipe.write()
         let other = Loop.Mode("rate-limit-other")
         ItemsSupport.onLoopThread { loop in
-            let limited = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in limitedCalls.increment() }
+            let limited = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in limitedCalls.increment() }
             limited.rateLimit = try! RateLimit(burst: 1, per: .seconds(60))
-            let elsewhere = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in otherCalls.increment() }
+            let elsewhere = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in otherCalls.increment() }
             try! loop.add(limited)
             try! loop.add(elsewhere, to: other)
             try! loop.add(ItemsSupport.keepAlive())
@@ -463,9 +463,9 @@ import Testing
         defer { pipe.close() }
         pipe.write()
         let limit = try RateLimit(burst: 1, per: .seconds(60))
-        let source = LoopSource { performs.increment() }
+        let source = LoopSource { _ in performs.increment() }
         source.rateLimit = limit
-        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _ in handled.increment() }
+        let descriptor = try FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in handled.increment() }
         descriptor.rateLimit = limit
         ItemsSupport.onLoopThread { loop in
             try! loop.add(source)

@@ -30,7 +30,7 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             let pair = try! SocketPair()
             let baseline = Self.entries(loop)
-            let reading = try! FileDescriptorSource(descriptor: pair.first, events: .readable) { events in
+            let reading = try! FileDescriptorSource(descriptor: pair.first, events: .readable) { _, events in
                 reader.append(events)
                 pair.drainFirst()
             }
@@ -66,7 +66,7 @@ import Testing
                 }
             }
             for source in sources { try! loop.add(source) }
-            let observer = LoopObserver(activities: .afterWaiting) { _ in calls.append("afterWaiting") }
+            let observer = LoopObserver(activities: .afterWaiting) { _, _ in calls.append("afterWaiting") }
             try! loop.add(observer)
             pipe.write()
             ItemsSupport.run(loop) { calls.all.filter { $0.hasPrefix("order") }.count >= 3 }
@@ -89,16 +89,16 @@ import Testing
         let pipe = Pipe()
         defer { pipe.close() }
         ItemsSupport.onLoopThread { loop in
-            let inDefault = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            let inDefault = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
                 calls.append("default in \(loop.currentMode?.name ?? "-")")
             }
-            let inOther = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+            let inOther = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
                 calls.append("other in \(loop.currentMode?.name ?? "-")")
             }
             try! loop.add(inDefault)
             try! loop.add(inOther, to: "other")
             try! loop.add(ItemsSupport.keepAlive(), to: "third")
-            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in passes.increment() }, to: "third")
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _, _ in passes.increment() }, to: "third")
             pipe.write()  // Never drained: ready throughout.
             results.append(loop.run(in: .default, for: .seconds(5), returnAfterSourceHandled: true))
             results.append(loop.run(in: "other", for: .seconds(5), returnAfterSourceHandled: true))
@@ -119,9 +119,9 @@ import Testing
         let pipe = Pipe()
         defer { pipe.close() }
         ItemsSupport.onLoopThread { loop in
-            let background = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let background = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             background.keepsRunAlive = false
-            let foreground = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let foreground = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             try! loop.add(background)
             try! loop.add(foreground)
             results.append(loop.run(in: .default, for: .milliseconds(50)))
@@ -141,17 +141,17 @@ import Testing
             let pair = try! SocketPair()
             var chunk = [UInt8](repeating: 0, count: 65_536)
             while write(pair.first, &chunk, chunk.count) > 0 {}  // Full: not writable.
-            let writer = try! FileDescriptorSource(descriptor: pair.first, events: .writable) { events in
+            let writer = try! FileDescriptorSource(descriptor: pair.first, events: .writable) { _, events in
                 calls.append("writer \(events)")
             }
-            let reader = try! FileDescriptorSource(descriptor: pair.first) { events in
+            let reader = try! FileDescriptorSource(descriptor: pair.first) { _, events in
                 calls.append("reader \(events)")
                 pair.drainFirst()
             }
             try! loop.add(writer)
             try! loop.add(reader, to: "other")
             try! loop.add(ItemsSupport.keepAlive())
-            try! loop.add(LoopObserver(activities: .beforeWaiting) { _ in passes.increment() })
+            try! loop.add(LoopObserver(activities: .beforeWaiting) { _, _ in passes.increment() })
             pair.writeToSecond()  // Readable, which only the source in "other" watches.
             _ = loop.run(in: .default, for: .milliseconds(200))
             calls.append("passes \(passes.current <= 5)")
@@ -206,11 +206,11 @@ import Testing
         let secondReads = Counter()
         let firstCalls = Counter()
         let running = ItemsSupport.startRunningLoop()
-        let first = try! FileDescriptorSource(descriptor: pipe.readEnd, order: 0) { _ in
+        let first = try! FileDescriptorSource(descriptor: pipe.readEnd, order: 0) { _, _ in
             if firstInvalidated.isSet { lateCalls.increment() }
             firstCalls.increment()
         }
-        let second = try! FileDescriptorSource(descriptor: pipe.readEnd, order: 1) { _ in
+        let second = try! FileDescriptorSource(descriptor: pipe.readEnd, order: 1) { _, _ in
             var byte: UInt8 = 0
             while read(pipe.readEnd, &byte, 1) == 1 { secondReads.increment() }
         }
@@ -243,7 +243,7 @@ import Testing
         let calls = Recorder<String>()
         ItemsSupport.onLoopThread { loop in
             let pair = try! SocketPair()
-            let quiet = try! FileDescriptorSource(descriptor: pair.first, events: []) { events in
+            let quiet = try! FileDescriptorSource(descriptor: pair.first, events: []) { _, events in
                 calls.append("quiet \(events)")
             }
             let loud = try! FileDescriptorSource(descriptor: pair.first) { source, events in
@@ -278,9 +278,9 @@ import Testing
             ItemsSupport.onLoopThread { loop in
                 let old = Pipe()
                 let number = old.readEnd
-                let first = try! FileDescriptorSource(descriptor: number, events: []) { calls.append("first \($0)") }
-                let second = try! FileDescriptorSource(descriptor: number, events: .writable) {
-                    calls.append("second \($0)")
+                let first = try! FileDescriptorSource(descriptor: number, events: []) { _, events in calls.append("first \(events)") }
+                let second = try! FileDescriptorSource(descriptor: number, events: .writable) { _, events in
+                    calls.append("second \(events)")
                 }
                 try! loop.add(first)
                 try! loop.add(second)
@@ -291,7 +291,7 @@ import Testing
                 if noticedBy == "events change" {
                     first.events = .readable  // EPOLL_CTL_MOD: ENOENT, the new file is not in the set.
                 } else {
-                    newcomer = try! FileDescriptorSource(descriptor: number) { _ in
+                    newcomer = try! FileDescriptorSource(descriptor: number) { _, _ in
                         calls.append("newcomer")
                         new.drain()
                         var buffer = [UInt8](repeating: 0, count: 8)
@@ -384,7 +384,7 @@ import Testing
             }
         }
         for index in 1...rounds {
-            let old = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let old = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             try! loop.add(old)
             current.value = old
             let companion = try! FileDescriptorSource(descriptor: pipe.readEnd) { source, _ in
@@ -409,8 +409,8 @@ import Testing
         let pipe = Pipe()
         defer { pipe.close() }
         let calls = Recorder<String>()
-        let first = try! FileDescriptorSource(descriptor: pipe.readEnd, order: 0) { _ in calls.append("first") }
-        let second = try! FileDescriptorSource(descriptor: pipe.readEnd, order: 1) { _ in
+        let first = try! FileDescriptorSource(descriptor: pipe.readEnd, order: 0) { _, _ in calls.append("first") }
+        let second = try! FileDescriptorSource(descriptor: pipe.readEnd, order: 1) { _, _ in
             calls.append("second")
             pipe.drain()
         }
@@ -440,7 +440,7 @@ import Testing
         let pipe = Pipe()
         defer { pipe.close() }
         let calls = Counter()
-        let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in
+        let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in
             calls.increment()
             pipe.drain()
         }
@@ -467,7 +467,7 @@ import Testing
             event.events = EPOLLIN.rawValue
             event.data.u64 = Poller.wakeUpTag
             #expect(epoll_ctl(loop.poller.epoll, EPOLL_CTL_ADD, pipe.readEnd, &event) == 0)
-            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _ in }
+            let source = try! FileDescriptorSource(descriptor: pipe.readEnd) { _, _ in }
             let code: LoopError.Code?
             do throws(LoopError) {
                 try loop.add(source)

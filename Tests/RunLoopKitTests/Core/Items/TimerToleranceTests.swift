@@ -76,7 +76,7 @@ import Testing
             }
             deadlines.append(a.nextFireTime)
             deadlines.append(b.nextFireTime)
-            try! loop.add(LoopObserver(activities: .afterWaiting) { _ in events.append("afterWaiting") })
+            try! loop.add(LoopObserver(activities: .afterWaiting) { _, _ in events.append("afterWaiting") })
             try! loop.add(a)
             try! loop.add(b)
             loop.run(in: .default, for: .seconds(5))
