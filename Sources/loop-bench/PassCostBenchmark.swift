@@ -95,7 +95,7 @@ private final class PassDriver: @unchecked Sendable {
         let counter = PassCounter(limit: passes, loop: loop)
         let handled = PassDurations()
         if getenv("LOOP_BENCH_PASS_HANDLER").map({ String(cString: $0) == "1" }) ?? false {
-            loop.reportPasses { figures in handled.add(figures.durationNanoseconds) }
+            loop.reportPasses { figures in handled.add(Int64(figures.number)) }
         }
         defer { loop.reportPasses(to: nil) }
         var items: [() -> Void] = []

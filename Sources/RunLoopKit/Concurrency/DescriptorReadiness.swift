@@ -28,14 +28,14 @@ public struct DescriptorReadiness: AsyncSequence, Sendable {
     public typealias Failure = any Error
 
     /// The loop that watches the descriptor.
-    public let loop: Loop
+    let loop: Loop
     /// The watched descriptor; it stays the caller's (close it only after the iteration ended).
-    public let descriptor: CInt
+    let descriptor: CInt
     /// The conditions asked for (``FileDescriptorSource/Events/error`` and ``FileDescriptorSource/Events/hangUp``
     /// are reported regardless).
-    public let events: FileDescriptorSource.Events
+    let events: FileDescriptorSource.Events
     /// The mode the source is added to while a `next()` waits.
-    public let mode: Loop.Mode
+    let mode: Loop.Mode
 
     /// Starts an iteration; nothing touches the loop before its first `next()`.
     public func makeAsyncIterator() -> Iterator {

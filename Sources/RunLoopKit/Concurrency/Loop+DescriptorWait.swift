@@ -1,32 +1,6 @@
 extension Loop {
-    /// Suspends the calling task until `descriptor` can be read (or has an error or a hang-up pending), and
-    /// answers the conditions seen. Safe from any task or thread.
-    ///
-    /// Shorthand for ``waitForReadiness(of:watching:in:)`` watching ``FileDescriptorSource/Events/readable``.
-    @discardableResult
-    public func waitUntilReadable(
-        _ descriptor: CInt, in mode: Mode = .default
-    ) async throws
-        -> FileDescriptorSource.Events
-    {
-        try await waitForReadiness(of: descriptor, watching: .readable, in: mode)
-    }
-
-    /// Suspends the calling task until `descriptor` can be written (or has an error or a hang-up pending), and
-    /// answers the conditions seen. Safe from any task or thread.
-    ///
-    /// Shorthand for ``waitForReadiness(of:watching:in:)`` watching ``FileDescriptorSource/Events/writable``.
-    @discardableResult
-    public func waitUntilWritable(
-        _ descriptor: CInt, in mode: Mode = .default
-    ) async throws
-        -> FileDescriptorSource.Events
-    {
-        try await waitForReadiness(of: descriptor, watching: .writable, in: mode)
-    }
-
-    /// Suspends the calling task until one of `events` holds for `descriptor` in a pass of `mode`, and answers
-    /// the conditions seen (``FileDescriptorSource/Events/error`` and ``FileDescriptorSource/Events/hangUp`` are
+    /// Suspends the calling task until one of `events` holds for `descriptor` in a pass of `mode` (say `.readable`
+    /// before a read, `.writable` before a write), and answers the conditions seen (``FileDescriptorSource/Events/error`` and ``FileDescriptorSource/Events/hangUp`` are
     /// always reported). Safe from any task or thread.
     ///
     /// Built on a ``FileDescriptorSource`` added to `mode` for the wait and invalidated as soon as it ends, so
@@ -41,6 +15,7 @@ extension Loop {
     ///   ``LoopError/Code/loopTerminated`` when the loop's thread exits before the descriptor is ready (or had
     ///   exited); ``LoopError/Code/invalidated`` when the loop gave up the source because the descriptor was
     ///   closed (and its number reused) during the wait; `CancellationError`.
+    @discardableResult
     public func waitForReadiness(
         of descriptor: CInt,
         watching events: FileDescriptorSource.Events,

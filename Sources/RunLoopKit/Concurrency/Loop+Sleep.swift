@@ -1,29 +1,17 @@
 extension Loop {
-    /// Suspends the calling task for `duration`, measured by a one-shot ``LoopTimer`` on this loop: the task
-    /// resumes when the timer fires in a pass of `mode`. Safe from any task or thread.
+    /// Suspends the calling task until `deadline` on the loop's monotonic clock, measured by a one-shot
+    /// ``LoopTimer`` on this loop that fires in a pass of `mode`: what ``LoopClock/sleep(until:tolerance:)`` does.
+    /// Safe from any task or thread.
     ///
     /// Unlike `Task.sleep`, the wake-up is one of the loop's own timer events: it comes in the loop's pass order,
-    /// only while `mode` runs, and shares the loop's wake-ups within `tolerance`. Zero or negative: the timer fires
-    /// in the loop's next pass of `mode`.
+    /// only while `mode` runs, and shares the loop's wake-ups within `tolerance`. A deadline in the past fires in the
+    /// loop's next pass of `mode`.
     ///
     /// Cancellation: a task cancelled before the call throws `CancellationError` without touching the loop; one
     /// cancelled while asleep resumes at once with `CancellationError` and its timer is invalidated.
-    /// - Parameters:
-    ///   - duration: How long to sleep.
-    ///   - tolerance: How late the timer may fire (see ``LoopTimer/tolerance``); default zero.
-    ///   - mode: The mode the timer is added to; default ``Mode/default``.
     /// - Throws: ``LoopError/Code/loopTerminated`` when the loop's thread exits before the timer fires (or had
     ///   exited); ``LoopError/Code/invalidTolerance``; `CancellationError`.
-    public func sleep(for duration: Duration, tolerance: Duration = .zero, in mode: Mode = .default) async throws {
-        try await sleep(until: .now + duration, tolerance: tolerance, in: mode)
-    }
-
-    /// Suspends the calling task until `deadline` on the loop's monotonic clock, measured by a one-shot
-    /// ``LoopTimer`` on this loop that fires in a pass of `mode`. Safe from any task or thread.
-    ///
-    /// A deadline in the past fires in the loop's next pass of `mode`. See ``sleep(for:tolerance:in:)`` for
-    /// cancellation and errors.
-    public func sleep(until deadline: Instant, tolerance: Duration = .zero, in mode: Mode = .default) async throws {
+    func sleep(until deadline: Instant, tolerance: Duration?, in mode: Mode) async throws {
         try await LoopWaiter<Void>.wait { waiter in
             let dropped = DropSignal(armed: false) { waiter.finish(.failure(Loop.terminatedError)) }
             let timer: LoopTimer

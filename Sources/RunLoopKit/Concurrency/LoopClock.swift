@@ -4,7 +4,7 @@
 ///
 /// Its instants are ``Loop/Instant``: `CLOCK_MONOTONIC`, the clock of every loop deadline, which does not advance
 /// while the machine is suspended and which wall-clock changes never move. A sleep is a one-shot
-/// ``LoopTimer`` added to ``mode`` of ``loop`` (see ``Loop/sleep(until:tolerance:in:)``): it ends when that timer
+/// ``LoopTimer`` added to ``mode`` of ``loop``: it ends when that timer
 /// fires in a pass of the mode, so a loop that is not running, or runs another mode, delays it. A cancelled sleep
 /// removes its timer at once and throws `CancellationError`. The task resumes on its own executor afterwards (a
 /// task that prefers the loop as its task executor, or an actor on the loop, resumes on the loop's thread).
@@ -39,7 +39,7 @@ public struct LoopClock: Clock {
     ///   at once); ``LoopError/Code/loopTerminated`` when the loop's thread exits first;
     ///   ``LoopError/Code/invalidTolerance`` for a negative tolerance.
     public func sleep(until deadline: Loop.Instant, tolerance: Duration? = nil) async throws {
-        try await loop.sleep(until: deadline, tolerance: tolerance ?? .zero, in: mode)
+        try await loop.sleep(until: deadline, tolerance: tolerance, in: mode)
     }
 }
 

@@ -11,21 +11,23 @@ extension Loop {
     /// another thread wakes the loop if it sleeps.
     /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
     ///   `fork()` of this process), so the block will never run.
-    @discardableResult
+    @inlinable @discardableResult
     public func perform(in mode: Mode = .default, _ block: consuming @escaping @Sendable () -> Void) -> Bool {
-        post(PendingBlock(modes: blockModes(for: mode), closure: block))
+        // Inlined where it is called: `loop.perform { … }` is known at compile time to post to the default mode, with
+        // no mode to build or compare.
+        mode.name == Mode.default.name ? postToDefaultMode(block) : post(in: mode, block)
     }
 
-    /// Queues `block` to run once on the loop's thread, at the next block point of a pass in the default mode: the
-    /// same as ``perform(in:_:)-(Mode,_)`` with ``Mode/default``. Safe from any thread.
-    ///
-    /// The call `loop.perform { … }` lands here: without a mode argument for the caller to build and release, it
-    /// is the cheapest way to post.
-    /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
-    ///   `fork()` of this process), so the block will never run.
-    @discardableResult
-    public func perform(_ block: consuming @escaping @Sendable () -> Void) -> Bool {
+    /// ``perform(in:_:)-(Mode,_)`` in the default mode.
+    @usableFromInline
+    func postToDefaultMode(_ block: consuming @escaping @Sendable () -> Void) -> Bool {
         post(PendingBlock(modes: .defaultMode, closure: block))
+    }
+
+    /// ``perform(in:_:)-(Mode,_)`` in another mode.
+    @usableFromInline
+    func post(in mode: Mode, _ block: consuming @escaping @Sendable () -> Void) -> Bool {
+        post(PendingBlock(modes: blockModes(for: mode), closure: block))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
@@ -44,8 +46,9 @@ extension Loop {
         return post(PendingBlock(modes: BlockModes(modes), closure: block))
     }
 
-    /// Queues a call of `function(argument)` on the loop's thread, at the next block point of a pass in the default
-    /// mode; like ``perform(_:)`` in every other respect. Safe from any thread.
+    /// Queues a call of `function(argument)` on the loop's thread, at the next block point of a pass in `mode` (or
+    /// any common mode, for ``Mode/common``); like ``perform(in:_:)-(Mode,_)`` in every other respect. Safe from any
+    /// thread.
     ///
     /// The allocation-free way to post: a block is a Swift closure, whose captured values live in a context
     /// allocated on the posting thread and freed on the loop's (a third of the cost of a cross-thread post, and
@@ -55,17 +58,22 @@ extension Loop {
     /// callbacks pass their data the same way.
     /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
     ///   `fork()` of this process), so the call will never happen.
-    @discardableResult
-    public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
+    @inlinable @discardableResult
+    public func perform(in mode: Mode = .default, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
+        // Inlined where it is called, as the closure form.
+        mode.name == Mode.default.name
+            ? postToDefaultMode(with: argument, function) : post(in: mode, with: argument, function)
+    }
+
+    /// ``perform(in:with:_:)`` in the default mode.
+    @usableFromInline
+    func postToDefaultMode(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
         post(PendingBlock(modes: .defaultMode, call: FunctionCall(function: function, argument: argument)))
     }
 
-    /// Queues a call of `function(argument)` for a pass in `mode` (or any common mode, for ``Mode/common``); see
-    /// ``perform(with:_:)``. Safe from any thread.
-    /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
-    ///   `fork()` of this process), so the call will never happen.
-    @discardableResult
-    public func perform(in mode: Mode, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
+    /// ``perform(in:with:_:)`` in another mode.
+    @usableFromInline
+    func post(in mode: Mode, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
         post(PendingBlock(modes: blockModes(for: mode), call: FunctionCall(function: function, argument: argument)))
     }
 

@@ -25,8 +25,9 @@ extension Loop {
         /// Drains of Dispatch's main queue (main loop only; one drain runs every main-queue item queued then).
         public var mainQueueDrains: Int
 
-        /// Counts with the given values, zero by default.
-        public init(
+        /// Counts with the given values, zero by default. Made by the loop only, so the type can gain counts
+        /// without breaking code that reads it.
+        init(
             sourcesPerformed: Int = 0,
             descriptorReports: Int = 0,
             timersFired: Int = 0,

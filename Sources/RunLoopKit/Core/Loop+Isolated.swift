@@ -48,7 +48,7 @@ extension Loop {
         public func makeTimer(
             at fireTime: Loop.Instant,
             repeating interval: Duration? = nil,
-            tolerance: Duration = .zero,
+            tolerance: Duration? = nil,
             order: Int = 0,
             handler: @escaping (LoopTimer) -> Void
         ) throws(LoopError) -> LoopTimer {
@@ -94,7 +94,7 @@ extension Loop {
         @discardableResult
         public func schedule(
             at fireTime: Loop.Instant,
-            tolerance: Duration = .zero,
+            tolerance: Duration? = nil,
             in mode: Loop.Mode = .default,
             _ callback: @escaping () -> Void
         ) throws(LoopError) -> ScheduledCallback {

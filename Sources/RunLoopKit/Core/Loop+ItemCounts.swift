@@ -16,8 +16,9 @@ extension Loop {
         /// Observers (``LoopObserver``).
         public var observers: Int
 
-        /// Counts with the given values, zero by default.
-        public init(sources: Int = 0, descriptorSources: Int = 0, timers: Int = 0, observers: Int = 0) {
+        /// Counts with the given values, zero by default. Made by the loop only, so the type can gain kinds
+        /// without breaking code that reads it.
+        init(sources: Int = 0, descriptorSources: Int = 0, timers: Int = 0, observers: Int = 0) {
             self.sources = sources
             self.descriptorSources = descriptorSources
             self.timers = timers

@@ -19,6 +19,18 @@ extension Loop {
     ///   (e.g. a regular file) and ``LoopError/Code/descriptorAlreadyRegistered`` (the descriptor is in the loop's
     ///   epoll set, but not through a source of this loop: one of the loop's own descriptors).
     public func add(_ item: LoopItem, to mode: Mode = .default) throws(LoopError) {
+        // Timers first, on a path of their own: the kind added most often, one at a time (a request's deadline),
+        // gets the code that knows it adds a timer, as its own overload did (W4: 10% fewer instructions per timer).
+        if item.kind == .timer {
+            try add(AnyItem.timer(unsafeDowncast(item, to: LoopTimer.self)), to: mode)
+        } else {
+            try addOther(item, to: mode)
+        }
+    }
+
+    /// ``add(_:to:)`` for the other kinds.
+    @inline(never)
+    private func addOther(_ item: LoopItem, to mode: Mode) throws(LoopError) {
         try add(AnyItem(item), to: mode)
     }
 

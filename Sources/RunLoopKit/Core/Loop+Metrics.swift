@@ -34,8 +34,9 @@ extension Loop {
         /// The callouts made, by kind.
         public var handled: HandledCounts
 
-        /// A snapshot with the given figures, zero by default (for tests and exporters).
-        public init(
+        /// A snapshot with the given figures, zero by default. Made by the loop only, so the type can gain
+        /// figures without breaking code that reads it.
+        init(
             takenAt: Instant = Instant(nanoseconds: 0),
             passes: Int = 0,
             timeAsleep: Duration = .zero,

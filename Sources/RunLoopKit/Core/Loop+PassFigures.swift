@@ -8,6 +8,8 @@ extension Loop {
     /// observers included) to its exit checks: its figures cover everything in between, the sleep and any run
     /// nested in one of its callouts included. To add passes up to ``Loop/Metrics`` totals, add those with
     /// ``depth`` 1 (the passes of nested runs are inside them).
+    ///
+    /// Made by the loop only, so it can gain figures without breaking code that reads it.
     public struct PassFigures: Sendable, Hashable {
         /// The pass's number: 1 for the loop's first pass; ``Loop/Metrics/passes`` counts up to it.
         public var number: Int
@@ -15,17 +17,15 @@ extension Loop {
         public var depth: Int
         /// When the pass began, on the monotonic clock.
         public var startedAt: Instant
-        /// How long the pass took, its sleep included, in nanoseconds: what swift-metrics' `Timer.recordNanoseconds`
-        /// takes (``duration`` is the same as a `Duration`).
-        public var durationNanoseconds: Int64
-        /// How long the loop was asleep in `epoll_wait` during the pass, in nanoseconds (zero for a pass that
-        /// polled).
-        public var sleptNanoseconds: Int64
+        /// How long the pass took, its sleep included, in nanoseconds (``duration``).
+        var durationNanoseconds: Int64
+        /// How long the loop was asleep in `epoll_wait` during the pass, in nanoseconds (``slept``).
+        var sleptNanoseconds: Int64
         /// The callouts the pass made, by kind.
         public var handled: HandledCounts
 
-        /// Figures with the given values (for tests and exporters).
-        public init(
+        /// Figures with the given values (for tests).
+        init(
             number: Int, depth: Int, startedAt: Instant, duration: Duration, slept: Duration, handled: HandledCounts
         ) {
             self.number = number
@@ -46,7 +46,8 @@ extension Loop {
             self.handled = handled
         }
 
-        /// How long the pass took, its sleep included.
+        /// How long the pass took, its sleep included. (For swift-metrics' `Timer.recordNanoseconds`:
+        /// `duration / .nanoseconds(1)`, or the components.)
         public var duration: Duration { .nanoseconds(durationNanoseconds) }
 
         /// How long the loop was asleep in `epoll_wait` during the pass (zero for a pass that polled).

@@ -35,27 +35,39 @@ extension Loop {
     /// - Throws: ``LoopError/Code/invalidTolerance`` for a negative tolerance or one above
     ///   ``LoopTimer/maximumInterval``; ``LoopError/Code/loopTerminated`` once the loop's thread has exited (or
     ///   for a loop made before `fork()`, in the child).
-    @discardableResult
+    @inlinable @discardableResult
     public func schedule(
         at fireTime: Instant,
-        tolerance: Duration = .zero,
+        tolerance: Duration? = nil,
         in mode: Mode = .default,
         _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: fireTime, tolerance: tolerance, in: mode, CallbackTimers.Stored(callback))
+        // Inlined where it is called: a call that leaves the defaults is known at compile time to need no tolerance
+        // check and no mode lookup, and costs what an overload without them did.
+        if tolerance == nil && mode.name == Mode.default.name {
+            return try scheduleInDefaultMode(at: fireTime.nanoseconds, callback)
+        }
+        return try scheduleInMode(at: fireTime, tolerance: tolerance, in: mode, callback)
     }
 
-    /// Schedules `callback` to run once on the loop's thread at `fireTime`, in the default mode, without tolerance:
-    /// the same as ``schedule(at:tolerance:in:_:)`` with its defaults. Safe from any thread.
-    ///
-    /// The call `loop.schedule(at: time) { … }` lands here: without a mode and a tolerance for the caller to build
-    /// and the loop to check, it is the cheapest way to schedule.
-    @discardableResult
-    public func schedule(
-        at fireTime: Instant,
+    /// ``schedule(at:tolerance:in:_:)`` without a tolerance, in the default mode.
+    @usableFromInline
+    func scheduleInDefaultMode(
+        at fireNanoseconds: Int64,
         _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: fireTime.nanoseconds, tolerance: 0, in: nil, CallbackTimers.Stored(callback))
+        try schedule(at: fireNanoseconds, tolerance: 0, in: nil, CallbackTimers.Stored(callback))
+    }
+
+    /// ``schedule(at:tolerance:in:_:)`` with a tolerance or in another mode.
+    @usableFromInline
+    func scheduleInMode(
+        at fireTime: Instant,
+        tolerance: Duration?,
+        in mode: Mode,
+        _ callback: consuming @escaping @Sendable () -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try scheduleChecked(at: fireTime, tolerance: tolerance ?? .zero, in: mode, CallbackTimers.Stored(callback))
     }
 
     /// Schedules a call of `function(argument)` once on the loop's thread at `fireTime` (or up to `tolerance`
@@ -74,50 +86,51 @@ extension Loop {
     /// - Throws: ``LoopError/Code/invalidTolerance`` for a negative tolerance or one above
     ///   ``LoopTimer/maximumInterval``; ``LoopError/Code/loopTerminated`` once the loop's thread has exited (or
     ///   for a loop made before `fork()`, in the child).
-    @discardableResult
+    @inlinable @discardableResult
     public func schedule(
         at fireTime: Instant,
-        tolerance: Duration = .zero,
+        tolerance: Duration? = nil,
         in mode: Mode = .default,
         with argument: Int,
         _ function: @convention(c) (Int) -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(
-            at: fireTime, tolerance: tolerance, in: mode,
-            CallbackTimers.Stored(function: function, argument: argument))
+        if tolerance == nil && mode.name == Mode.default.name {  // Known where inlined; see the closure form.
+            return try scheduleInDefaultMode(at: fireTime.nanoseconds, with: argument, function)
+        }
+        return try scheduleInMode(at: fireTime, tolerance: tolerance, in: mode, with: argument, function)
     }
 
-    /// Schedules a call of `function(argument)` once on the loop's thread at `fireTime`, in the default mode,
-    /// without tolerance: the same as ``schedule(at:tolerance:in:with:_:)`` with its defaults, and the cheapest way
-    /// to schedule (see ``schedule(at:_:)``). Safe from any thread.
-    @discardableResult
-    public func schedule(
+    /// ``schedule(at:tolerance:in:with:_:)`` without a tolerance, in the default mode.
+    @usableFromInline
+    func scheduleInDefaultMode(
+        at fireNanoseconds: Int64,
+        with argument: Int,
+        _ function: @convention(c) (Int) -> Void
+    ) throws(LoopError) -> ScheduledCallback {
+        try schedule(
+            at: fireNanoseconds, tolerance: 0, in: nil, CallbackTimers.Stored(function: function, argument: argument))
+    }
+
+    /// ``schedule(at:tolerance:in:with:_:)`` with a tolerance or in another mode.
+    @usableFromInline
+    func scheduleInMode(
         at fireTime: Instant,
+        tolerance: Duration?,
+        in mode: Mode,
         with argument: Int,
         _ function: @convention(c) (Int) -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(
-            at: fireTime.nanoseconds, tolerance: 0, in: nil,
+        try scheduleChecked(
+            at: fireTime, tolerance: tolerance ?? .zero, in: mode,
             CallbackTimers.Stored(function: function, argument: argument))
-    }
-
-    /// Schedules a call of `function(argument)` once `delay` from now, in the default mode, without tolerance; see
-    /// ``schedule(at:with:_:)``. Safe from any thread.
-    @discardableResult
-    public func schedule(
-        after delay: Duration,
-        with argument: Int,
-        _ function: @convention(c) (Int) -> Void
-    ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: .now + delay, with: argument, function)
     }
 
     /// Schedules a call of `function(argument)` once `delay` from now; see ``schedule(at:tolerance:in:with:_:)``.
     /// Safe from any thread.
-    @discardableResult
+    @inlinable @discardableResult
     public func schedule(
         after delay: Duration,
-        tolerance: Duration = .zero,
+        tolerance: Duration? = nil,
         in mode: Mode = .default,
         with argument: Int,
         _ function: @convention(c) (Int) -> Void
@@ -125,9 +138,8 @@ extension Loop {
         try schedule(at: .now + delay, tolerance: tolerance, in: mode, with: argument, function)
     }
 
-    /// Both forms of ``schedule(at:tolerance:in:_:)``: checks the tolerance.
-    @inline(__always)
-    private func schedule(
+    /// Both forms of ``schedule(at:tolerance:in:_:)`` with a tolerance or another mode: checks the tolerance.
+    private func scheduleChecked(
         at fireTime: Instant,
         tolerance: Duration,
         in mode: Mode,
@@ -170,24 +182,14 @@ extension Loop {
     }
 
     /// Schedules `callback` to run once `delay` from now; see ``schedule(at:tolerance:in:_:)``. Safe from any thread.
-    @discardableResult
+    @inlinable @discardableResult
     public func schedule(
         after delay: Duration,
-        tolerance: Duration = .zero,
+        tolerance: Duration? = nil,
         in mode: Mode = .default,
         _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback)
-    }
-
-    /// Schedules `callback` to run once `delay` from now, in the default mode, without tolerance; see
-    /// ``schedule(at:_:)``. Safe from any thread.
-    @discardableResult
-    public func schedule(
-        after delay: Duration,
-        _ callback: consuming @escaping @Sendable () -> Void
-    ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: .now + delay, callback)
     }
 
     /// Makes room in the loop's table for `count` one-shot callbacks scheduled at once, so that scheduling up to

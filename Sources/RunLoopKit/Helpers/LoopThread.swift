@@ -113,21 +113,22 @@ public final class LoopThread: Sendable {
     ///   - work: The block; it runs on the worker's thread.
     /// - Returns: `false` once ``stop()`` has begun (or in the child of a `fork()`, see ``isStopped``): the block was
     ///   refused and will never run. `true`: it runs exactly once.
-    @discardableResult
+    @inlinable @discardableResult
     public func perform(in mode: Loop.Mode = .default, _ work: @escaping @Sendable () -> Void) -> Bool {
-        worker.admit(work, in: mode, on: loop)
+        // Inlined where it is called, so `worker.perform { … }` is known at compile time to need no mode.
+        mode.name == Loop.Mode.default.name ? admitToDefaultMode(work) : admit(work, in: mode)
     }
 
-    /// Queues `work` to run once on the worker, at the next block point of a pass in the default mode (the mode the
-    /// worker runs): the same as ``perform(in:_:)-(Loop.Mode,_)`` with ``Loop/Mode/default``, without a mode
-    /// argument to build. Safe from any thread.
-    ///
-    /// - Parameter work: The block; it runs on the worker's thread.
-    /// - Returns: `false` once ``stop()`` has begun (or in the child of a `fork()`, see ``isStopped``): the block was
-    ///   refused and will never run.
-    @discardableResult
-    public func perform(_ work: @escaping @Sendable () -> Void) -> Bool {
+    /// ``perform(in:_:)-(Loop.Mode,_)`` in the default mode.
+    @usableFromInline
+    func admitToDefaultMode(_ work: @escaping @Sendable () -> Void) -> Bool {
         worker.admit(work, on: loop)
+    }
+
+    /// ``perform(in:_:)-(Loop.Mode,_)`` in another mode.
+    @usableFromInline
+    func admit(_ work: @escaping @Sendable () -> Void, in mode: Loop.Mode) -> Bool {
+        worker.admit(work, in: mode, on: loop)
     }
 
     /// Queues a call of `function(argument)` on the worker, at the next block point of a pass in the default mode:

@@ -20,8 +20,9 @@ extension StallMonitor {
         /// The monitor's threshold.
         public let threshold: Duration
 
-        /// Creates a report; the monitor creates these, tests may too.
-        public init(
+        /// Creates a report. Made by the monitor only, so the type can gain fields without breaking code that
+        /// reads it.
+        init(
             threadID: pid_t,
             threadName: String?,
             activity: Loop.Activity,

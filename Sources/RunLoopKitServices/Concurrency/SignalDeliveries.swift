@@ -20,11 +20,11 @@ public struct SignalDeliveries: AsyncSequence, Sendable {
     public typealias Failure = any Error
 
     /// The loop whose passes report the deliveries.
-    public let loop: Loop
+    let loop: Loop
     /// The signal watched.
-    public let signal: CInt
+    let signal: CInt
     /// The mode the source runs in.
-    public let mode: Loop.Mode
+    let mode: Loop.Mode
 
     /// An iterator whose first `next()` starts watching.
     public func makeAsyncIterator() -> Iterator {

@@ -69,8 +69,9 @@ public struct FileChange: Sendable, Hashable, CustomStringConvertible {
     /// directory.
     public let cookie: UInt32
 
-    /// Creates a change; the source makes these, tests may too.
-    public init(
+    /// Creates a change. Made by the source only, so the type can gain fields without breaking code that reads
+    /// it.
+    init(
         kind: Kind,
         watch: FileChangeSource.Watch?,
         name: String? = nil,

@@ -67,7 +67,7 @@ struct AsyncCancellationRaceTests {
         let worker = try LoopThread(name: "race-sleep")
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
-        _ = await Self.race(#function, start: { Task { try await worker.loop.sleep(for: .zero) } })
+        _ = await Self.race(#function, start: { Task { try await worker.loop.clock.sleep(for: .zero) } })
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
     }
 
@@ -78,7 +78,7 @@ struct AsyncCancellationRaceTests {
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
         _ = await Self.race(
-            #function, start: { Task { try await worker.loop.waitUntilReadable(pipe.readEnd) } },
+            #function, start: { Task { try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable) } },
             trigger: { pipe.write() }, reset: { pipe.drain() })
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
     }

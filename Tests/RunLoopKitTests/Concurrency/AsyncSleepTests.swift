@@ -11,7 +11,7 @@ struct AsyncSleepTests {
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
         let start = Loop.Instant.now
-        try await worker.loop.sleep(for: .milliseconds(50))
+        try await worker.loop.clock.sleep(for: .milliseconds(50))
         #expect(Loop.Instant.now - start >= .milliseconds(50))
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
     }
@@ -20,7 +20,7 @@ struct AsyncSleepTests {
         let worker = try LoopThread(name: "async-sleep")
         defer { worker.stop() }
         let start = Loop.Instant.now
-        try await worker.loop.sleep(until: start + .seconds(-1))
+        try await worker.loop.clock.sleep(until: start + .seconds(-1))
         // Generous: a suite under a sanitizer, with children running, kept this task waiting 8 s once.
         #expect(Loop.Instant.now - start < .seconds(60))
     }
@@ -30,7 +30,7 @@ struct AsyncSleepTests {
         defer { worker.stop() }
         let woke = ItemsSupport.Flag()
         let task = Task {
-            try await worker.loop.sleep(for: .zero, in: "tracking")
+            try await worker.loop.clock(in: "tracking").sleep(for: .zero)
             woke.set()
         }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).timers == 1 })
@@ -43,13 +43,13 @@ struct AsyncSleepTests {
 
     @Test func sleepOnADeadLoopThrowsLoopTerminated() async {
         let loop = AsyncSupport.deadLoop()
-        let result = await Result(catching: { try await loop.sleep(for: .milliseconds(1)) })
+        let result = await Result(catching: { try await loop.clock.sleep(for: .milliseconds(1)) })
         #expect(loopErrorCode(result) == .loopTerminated)
     }
 
     @Test func sleepThrowsLoopTerminatedWhenTheThreadStopsDuringIt() async throws {
         let worker = try LoopThread(name: "async-sleep")
-        let task = Task { try await worker.loop.sleep(for: .seconds(3600)) }
+        let task = Task { try await worker.loop.clock.sleep(for: .seconds(3600)) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).timers == 1 })
         worker.stop()
         #expect(loopErrorCode(await AsyncSupport.result(of: task)) == .loopTerminated)
@@ -58,7 +58,7 @@ struct AsyncSleepTests {
     @Test func sleepRejectsANegativeTolerance() async throws {
         let worker = try LoopThread(name: "async-sleep")
         defer { worker.stop() }
-        let result = await Result(catching: { try await worker.loop.sleep(for: .seconds(1), tolerance: .seconds(-1)) })
+        let result = await Result(catching: { try await worker.loop.clock.sleep(for: .seconds(1), tolerance: .seconds(-1)) })
         #expect(loopErrorCode(result) == .invalidTolerance)
     }
 
@@ -66,7 +66,7 @@ struct AsyncSleepTests {
         let loop = AsyncSupport.deadLoop()  // A dead loop would answer loopTerminated: it is never asked.
         let result = await Task {
             AsyncSupport.cancelCurrentTask()
-            try await loop.sleep(for: .seconds(3600))
+            try await loop.clock.sleep(for: .seconds(3600))
         }.result
         #expect(isCancellation(result))
     }
@@ -75,7 +75,7 @@ struct AsyncSleepTests {
         let worker = try LoopThread(name: "async-sleep")
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
-        let task = Task { try await worker.loop.sleep(for: .seconds(3600)) }
+        let task = Task { try await worker.loop.clock.sleep(for: .seconds(3600)) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).timers == before.timers + 1 })
         let cancelled = Loop.Instant.now
         task.cancel()

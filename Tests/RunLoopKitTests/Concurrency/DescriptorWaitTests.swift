@@ -12,7 +12,7 @@ struct DescriptorWaitTests {
         let worker = try LoopThread(name: "async-fd")
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
-        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        let task = Task { try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
         pipe.write()
         let events = try #require(await AsyncSupport.result(of: task)).get()
@@ -25,7 +25,7 @@ struct DescriptorWaitTests {
         defer { pipe.close() }
         let worker = try LoopThread(name: "async-fd")
         defer { worker.stop() }
-        let events = try await worker.loop.waitUntilWritable(pipe.writeEnd)
+        let events = try await worker.loop.waitForReadiness(of: pipe.writeEnd, watching: .writable)
         #expect(events == .writable)
     }
 
@@ -35,7 +35,7 @@ struct DescriptorWaitTests {
         let worker = try LoopThread(name: "async-fd")
         defer { worker.stop() }
         close(pipe.writeEnd)
-        let events = try await worker.loop.waitUntilReadable(pipe.readEnd)
+        let events = try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable)
         #expect(events.contains(.hangUp))
     }
 
@@ -43,7 +43,7 @@ struct DescriptorWaitTests {
         let worker = try LoopThread(name: "async-fd")
         defer { worker.stop() }
         let closed = ItemsSupport.closedDescriptorNumber(slot: 7)
-        let result = await Result(catching: { try await worker.loop.waitUntilReadable(closed) })
+        let result = await Result(catching: { try await worker.loop.waitForReadiness(of: closed, watching: .readable) })
         #expect(loopErrorCode(result) == .badDescriptor)
     }
 
@@ -63,7 +63,7 @@ struct DescriptorWaitTests {
         try worker.loop.add(other)
         defer { other.invalidate() }
         let before = AsyncSupport.footprint(of: worker)
-        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        let task = Task { try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 2 })
         #expect(AsyncSupport.footprint(of: worker).epollEntries == before.epollEntries)  // One entry, shared.
         pipe.write()
@@ -77,7 +77,7 @@ struct DescriptorWaitTests {
         let loop = AsyncSupport.deadLoop()
         let pipe = Pipe()
         defer { pipe.close() }
-        let result = await Result(catching: { try await loop.waitUntilReadable(pipe.readEnd) })
+        let result = await Result(catching: { try await loop.waitForReadiness(of: pipe.readEnd, watching: .readable) })
         #expect(loopErrorCode(result) == .loopTerminated)
     }
 
@@ -85,7 +85,7 @@ struct DescriptorWaitTests {
         let pipe = Pipe()
         defer { pipe.close() }
         let worker = try LoopThread(name: "async-fd")
-        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        let task = Task { try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
         worker.stop()
         #expect(loopErrorCode(await AsyncSupport.result(of: task)) == .loopTerminated)
@@ -99,7 +99,7 @@ struct DescriptorWaitTests {
         let before = AsyncSupport.footprint(of: worker)
         let result = await Task {
             AsyncSupport.cancelCurrentTask()
-            return try await worker.loop.waitUntilReadable(pipe.readEnd)
+            return try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable)
         }.result
         #expect(isCancellation(result))
         #expect(AsyncSupport.footprint(of: worker) == before)
@@ -111,7 +111,7 @@ struct DescriptorWaitTests {
         let worker = try LoopThread(name: "async-fd")
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
-        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        let task = Task { try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable) }
         #expect(
             await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).epollEntries == before.epollEntries + 1 }
         )
@@ -120,7 +120,7 @@ struct DescriptorWaitTests {
         #expect(AsyncSupport.footprint(of: worker) == before)
         // The descriptor is free again: a later wait on it works.
         pipe.write()
-        #expect(try await worker.loop.waitUntilReadable(pipe.readEnd).contains(.readable))
+        #expect(try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable).contains(.readable))
     }
 
     @Test func closingTheDescriptorRightAfterACancelledWaitIsSafe() async throws {
@@ -128,7 +128,7 @@ struct DescriptorWaitTests {
         let worker = try LoopThread(name: "async-fd")
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
-        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        let task = Task { try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
         // Hold the worker in a block, so it applies the cancelled wait's removal only after the number was reused.
         let release = ItemsSupport.Flag()
@@ -156,7 +156,7 @@ struct DescriptorWaitTests {
         unlink(template)
         defer { close(file) }
         let before = AsyncSupport.footprint(of: worker)
-        let result = await Result(catching: { try await worker.loop.waitUntilReadable(file) })
+        let result = await Result(catching: { try await worker.loop.waitForReadiness(of: file, watching: .readable) })
         #expect(loopErrorCode(result) == .descriptorNotPollable)
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
     }
@@ -166,7 +166,7 @@ struct DescriptorWaitTests {
         let other = Pipe()
         let worker = try LoopThread(name: "async-fd")
         defer { worker.stop() }
-        let task = Task { try await worker.loop.waitUntilReadable(pipe.readEnd) }
+        let task = Task { try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable) }
         #expect(await AsyncSupport.eventually { AsyncSupport.footprint(of: worker).descriptorSources == 1 })
         // Misuse: the watched descriptor is closed (the kernel drops it from the epoll set) and its number reused;
         // a new source for that number makes the loop invalidate the wait's source.

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKit
+@testable import RunLoopKit
 import Testing
 
 /// `itemCounts(in:)` and `itemCountsByMode`: how many items of each kind a mode holds, from any thread.

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKit
+@testable import RunLoopKit
 import Synchronization
 import Testing
 

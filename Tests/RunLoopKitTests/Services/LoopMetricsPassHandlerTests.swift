@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKit
+@testable import RunLoopKit
 import Testing
 
 /// `Loop.reportPasses(to:)`: a handler called at the end of every pass with that pass's figures.

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKit
+@testable import RunLoopKit
 import Testing
 
 /// Spins on the calling thread until `done()` holds and at least `minimum` has passed (at most 20 s): a handler

@@ -125,13 +125,23 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
     /// closed right after (invalidate every source of a descriptor before closing it).
     public final func invalidate() {
         guard markInvalid() else { return }
+        if kind == .timer {  // On a path of its own, as in `Loop.add(_:to:)`: the kind invalidated most often.
+            withOwner { $0.detachEverywhere(.timer(unsafeDowncast(self, to: LoopTimer.self))) }
+        } else {
+            finishInvalidationOfOtherKinds()
+        }
+    }
+
+    /// ``invalidate()``'s work for a source, an observer or a descriptor-backed source, once marked invalid.
+    @inline(never)
+    private final func finishInvalidationOfOtherKinds() {
         switch kind {
         case .source:
             let source = unsafeDowncast(self, to: LoopSource.self)
             source.signalled.store(false, ordering: .releasing)
             withOwner { $0.detachEverywhere(.source(source)) }
         case .timer:
-            withOwner { $0.detachEverywhere(.timer(unsafeDowncast(self, to: LoopTimer.self))) }
+            withOwner { $0.detachEverywhere(.timer(unsafeDowncast(self, to: LoopTimer.self))) }  // Not reached.
         case .observer:
             withOwner { $0.detachEverywhere(.observer(unsafeDowncast(self, to: LoopObserver.self))) }
         case .descriptor:

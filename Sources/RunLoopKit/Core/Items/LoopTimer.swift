@@ -70,7 +70,7 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {  //
     /// - Parameters:
     ///   - fireTime: The first fire time.
     ///   - interval: The repeat interval; `nil` for a one-shot timer.
-    ///   - tolerance: How late the timer may fire; default zero.
+    ///   - tolerance: How late the timer may fire; `nil` (the default) for none, as Swift's `Clock.sleep` takes it.
     ///   - order: Shown in descriptions; does not affect firing order (as in CF).
     ///   - handler: Called on the loop's thread with the timer.
     /// - Throws: ``LoopError/Code/invalidInterval`` for an interval that is zero, negative or above
@@ -78,7 +78,7 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {  //
     public init(
         at fireTime: Loop.Instant,
         repeating interval: Duration? = nil,
-        tolerance: Duration = .zero,
+        tolerance: Duration? = nil,
         order: Int = 0,
         handler: consuming @escaping @Sendable (LoopTimer) -> Void
     ) throws(LoopError) {
@@ -91,7 +91,7 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {  //
             intervalNanoseconds = max(interval.saturatingNanoseconds, 1)
         }
         var toleranceNanoseconds: Int64 = 0
-        if !tolerance.isZero {  // The common case, checked without the out-of-line `Duration` comparisons.
+        if let tolerance, !tolerance.isZero {  // The common case, checked without `Duration`'s out-of-line calls.
             guard tolerance > .zero && tolerance <= Self.maximumInterval else {
                 throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
             }
@@ -109,7 +109,7 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {  //
     public convenience init(
         after delay: Duration,
         repeating interval: Duration? = nil,
-        tolerance: Duration = .zero,
+        tolerance: Duration? = nil,
         order: Int = 0,
         handler: consuming @escaping @Sendable (LoopTimer) -> Void
     ) throws(LoopError) {

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Lists and counts the public API of each library module, from the compiler's symbol graph: every public symbol
+# declared in our sources (members the compiler synthesises, which have no source location, are not counted).
+#
+#   scripts/public-api.sh            one line per module: "MODULE DECLARATIONS ENTRIES", then the totals
+#   scripts/public-api.sh --list     every declaration: module, kind, path, source file and line
+#
+# DECLARATIONS counts each public declaration once. ENTRIES also counts the copies the symbol graph lists of a
+# protocol extension's members on each conforming type (identifiers with `::SYNTHESIZED::`, DocC's "default
+# implementations"): the same declaration, shown once per conformer.
+#
+# RunLoopKitSystem is no product (its few public declarations are public only so the other modules can inline
+# them; see Docs/Design.md), so it is not counted. Builds into .build-api/ (git-ignored).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+MODULES=(RunLoopKit RunLoopKitServices RunLoopKitGLib RunLoopKitAsyncMain)
+SCRATCH=.build-api
+GRAPHS=$SCRATCH/symbol-graphs
+# The compiler writes a module's graph whenever it rebuilds the module, so the graphs stay current across incremental
+# builds; if one is missing while the build is current, the scratch path starts afresh.
+build_graphs() {
+    mkdir -p "$GRAPHS"
+    for module in "${MODULES[@]}"; do
+        swift build --target "$module" --scratch-path "$SCRATCH" \
+            -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$GRAPHS" \
+            -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public >"$SCRATCH/build-$module.log" 2>&1 || {
+            cat "$SCRATCH/build-$module.log" >&2
+            exit 1
+        }
+    done
+}
+mkdir -p "$SCRATCH"
+build_graphs
+for module in "${MODULES[@]}"; do
+    if [[ ! -f "$GRAPHS/$module.symbols.json" ]]; then
+        rm -rf "$SCRATCH"
+        mkdir -p "$SCRATCH"
+        build_graphs
+        break
+    fi
+done
+python3 - "${1:-}" "$GRAPHS" "${MODULES[@]}" <<'PY'
+import json, os, sys
+mode, folder, modules = sys.argv[1], sys.argv[2], sys.argv[3:]
+total = entries_total = 0
+for module in modules:
+    rows = []
+    entries = 0
+    for name in os.listdir(folder):
+        # A module's own graph, and its extensions of other modules' types (Module@Other.symbols.json).
+        if not (name == f"{module}.symbols.json" or name.startswith(f"{module}@")):
+            continue
+        for symbol in json.load(open(os.path.join(folder, name)))["symbols"]:
+            location = symbol.get("location")
+            if not location:
+                continue
+            entries += 1
+            if "::SYNTHESIZED::" in symbol["identifier"]["precise"]:
+                continue
+            path = location["uri"].split("/Sources/", 1)[-1]
+            rows.append((module, symbol["kind"]["identifier"].removeprefix("swift."),
+                         ".".join(symbol["pathComponents"]), f"{path}:{location['position']['line'] + 1}"))
+    total += len(rows)
+    entries_total += entries
+    if mode == "--list":
+        for row in sorted(rows, key=lambda r: (r[3], r[2])):
+            print("\t".join(row))
+    else:
+        print(f"{module} {len(rows)} {entries}")
+if mode != "--list":
+    print(f"total {total} {entries_total}")
+PY
