@@ -205,10 +205,10 @@ extension Loop {
     func run(_ block: PendingBlock) {
         switch block.work {
         case nil:
-            MetricsCells.bump(metricsCells.blocksRun)
+            MetricsKeeper.bump(metricsKeeper.blocksRun)
             block.closure()
         case .job(let queued):
-            MetricsCells.bump(metricsCells.jobsRun)
+            MetricsKeeper.bump(metricsKeeper.jobsRun)
             runStack.isRunningJob = true
             let serial = queued.executor?.asUnownedSerialExecutor() ?? asUnownedSerialExecutor()
             if let taskExecutor = queued.taskExecutor {
@@ -220,7 +220,7 @@ extension Loop {
             }
             runStack.isRunningJob = false
         case .call(let call):
-            MetricsCells.bump(metricsCells.blocksRun)
+            MetricsKeeper.bump(metricsKeeper.blocksRun)
             call.function(call.argument)
         }
     }

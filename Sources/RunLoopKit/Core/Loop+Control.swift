@@ -45,14 +45,18 @@ extension Loop {
         /// A number no other loop of the process has, so a ``Loop/ScheduledCallback`` of one loop is ignored by
         /// another.
         let serial: UInt32
+        /// The loop's slot in ``LiveLoops``, the table the `fork()` child handler walks; -1 when the table was full
+        /// (then the loop's `init` throws).
+        let forkSlot: Int
 
         private static let serials = Atomic<UInt32>(0)
 
-        /// The identity of a loop being made now on the calling thread (or for the main thread).
+        /// The identity of a loop being made now on the calling thread (or for the main thread), with a slot reserved
+        /// for it in ``LiveLoops``.
         static func next(isMain: Bool) -> Identity {
             Identity(
                 threadID: isMain ? getpid() : ThreadIdentity.currentThreadID(), isMain: isMain,
-                serial: serials.add(1, ordering: .relaxed).newValue)
+                serial: serials.add(1, ordering: .relaxed).newValue, forkSlot: LiveLoops.reserve())
         }
     }
 }

@@ -317,7 +317,7 @@ extension Loop {
             let reported = events.reported(by: source.watchedEvents)
             guard !reported.isEmpty else { continue }
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(source, events, in: state) { continue }
-            MetricsCells.bump(metricsCells.descriptorReports)
+            MetricsKeeper.bump(metricsKeeper.descriptorReports)
             source.callout(source, reported)
             handled = true
         }
@@ -363,7 +363,7 @@ extension Loop {
                 continue
             }
             let source = descriptorTable.failed.remove(at: index).source
-            MetricsCells.bump(metricsCells.descriptorReports)
+            MetricsKeeper.bump(metricsKeeper.descriptorReports)
             source.callout(source, .invalid)
             told = true
         }

@@ -50,7 +50,7 @@ extension Loop {
     public func itemCounts(in mode: Mode = .default) -> ItemCounts {
         if isCurrent { applyChanges() }
         guard !isTerminated else { return ItemCounts() }
-        let cells = mode == .common ? commonItemCounts : publishedModes.withLock { $0.counts[mode] }
+        let cells = publishedModes.withLock { mode == .common ? $0.commonCounts : $0.counts[mode] }
         return cells?.snapshot ?? ItemCounts()
     }
 

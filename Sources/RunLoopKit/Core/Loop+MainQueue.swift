@@ -112,7 +112,7 @@ extension Loop {
         // Read before draining: work queued during the drain writes the eventfd again and is seen next pass.
         try? EventFD.drain(descriptor)
         mainQueue.isDraining = true
-        MetricsCells.bump(metricsCells.mainQueueDrains)
+        MetricsKeeper.bump(metricsKeeper.mainQueueDrains)
         DispatchMainQueue.drain()
         mainQueue.isDraining = false
         return true

@@ -85,7 +85,7 @@ extension Loop {
             addToMode(item, defaultMode)
         } else if mode == .common {
             guard modeTable.commonItems.updateValue(item, forKey: item.identity) == nil else { return }
-            commonItemCounts.adjust(item, by: 1)
+            modeTable.commonCounts.adjust(item, by: 1)
             item.base.isCommon = true
             for name in modeTable.commonNames { addToMode(item, self.mode(named: name)) }
         } else {
@@ -104,7 +104,7 @@ extension Loop {
         if case .timer(let timer) = item, timer.formerModes != nil { forgetFormerMode(mode, of: timer) }
         if mode == .common {
             guard modeTable.commonItems.removeValue(forKey: item.identity) != nil else { return }
-            commonItemCounts.adjust(item, by: -1)
+            modeTable.commonCounts.adjust(item, by: -1)
             item.base.isCommon = false
             for name in modeTable.commonNames {
                 if let state = existingMode(named: name) { removeFromMode(item, state) }
@@ -193,7 +193,7 @@ extension Loop {
     func detachNow(_ item: AnyItem) {
         if item.base.isCommon {
             modeTable.commonItems[item.identity] = nil
-            commonItemCounts.adjust(item, by: -1)
+            modeTable.commonCounts.adjust(item, by: -1)
             item.base.isCommon = false
         }
         // Taken one at a time rather than iterated, so removing does not mutate what is being iterated.

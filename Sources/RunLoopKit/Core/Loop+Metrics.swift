@@ -84,13 +84,13 @@ extension Loop {
         let (now, asleep, awake): (Int64, Int64, Int64)
         if isCurrent {
             now = MonotonicClock.now()
-            (asleep, awake) = metricsTally.totals(at: now)
+            (asleep, awake) = metricsKeeper.tally.totals(at: now)
         } else {
-            (now, asleep, awake) = metricsCells.readTime(retrying: !createdBeforeFork)
+            (now, asleep, awake) = metricsKeeper.readTime(retrying: !createdBeforeFork)
         }
         return Metrics(
-            takenAt: Instant(nanoseconds: now), passes: metricsCells.passes.load(ordering: .relaxed),
+            takenAt: Instant(nanoseconds: now), passes: metricsKeeper.passes.load(ordering: .relaxed),
             timeAsleep: .nanoseconds(asleep), timeAwake: .nanoseconds(awake),
-            longestPass: .nanoseconds(metricsCells.longestPass.load(ordering: .relaxed)), handled: metricsCells.handled)
+            longestPass: .nanoseconds(metricsKeeper.longestPass.load(ordering: .relaxed)), handled: metricsKeeper.handled)
     }
 }

@@ -18,7 +18,7 @@ extension Loop {
         for observer in snapshot where observer.activities.contains(activity) {
             guard observer.isValid, !observer.isFiring else { continue }
             observer.isFiring = true
-            MetricsCells.bump(metricsCells.observerCalls)
+            MetricsKeeper.bump(metricsKeeper.observerCalls)
             observer.handler(observer, activity)
             observer.isFiring = false
             if !observer.repeats { observer.invalidate() }

@@ -77,6 +77,6 @@ extension Loop {
     /// - Warning: The handler runs on the loop's thread at the end of every pass: keep it short (record into a
     ///   histogram, bump counters). Work done there delays everything the loop handles next.
     public func reportPasses(to handler: (@Sendable (PassFigures) -> Void)?) {
-        onLoopThread { [self] in passReporter.handler = handler }
+        onLoopThread { [self] in metricsKeeper.passReporter.handler = handler }
     }
 }

@@ -15,23 +15,23 @@ extension Loop {
     /// again during its own perform runs in a later pass.
     func performSignalledSources(onlyOne: Bool) -> Bool {
         signalStack.popAll { source in queueSignalled(source) }
-        guard let state = runStack.mode, !signalledSources.isEmpty else { return false }
+        guard let state = runStack.mode, !signalStack.pending.isEmpty else { return false }
 
         var due = scratch.sources.take()
         var kept = 0
-        for index in signalledSources.indices {
-            let source = signalledSources[index]
+        for index in signalStack.pending.indices {
+            let source = signalStack.pending[index]
             if !source.isValid || !source.isInAnyMode {
                 source.queued = false  // Re-queued by `addToMode` if it is added again while signalled.
             } else if source.isIn(modeID: state.id) && (!onlyOne || due.isEmpty) {
                 source.queued = false
                 due.append(source)
             } else {
-                signalledSources[kept] = source
+                signalStack.pending[kept] = source
                 kept += 1
             }
         }
-        signalledSources.removeLast(signalledSources.count - kept)
+        signalStack.pending.removeLast(signalStack.pending.count - kept)
 
         var performed = false
         for source in due {
@@ -45,7 +45,7 @@ extension Loop {
             // Borrowed (`due` holds it): a strong argument would cost every perform a retain, limit or not.
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(.passUnretained(source)) { continue }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
-            MetricsCells.bump(metricsCells.sourcesPerformed)
+            MetricsKeeper.bump(metricsKeeper.sourcesPerformed)
             source.performHandler(source)
             performed = true
         }
@@ -58,11 +58,11 @@ extension Loop {
         guard !source.queued, source.isValid else { return }
         source.queued = true
         var low = 0
-        var high = signalledSources.count
+        var high = signalStack.pending.count
         while low < high {
             let middle = (low + high) / 2
-            if signalledSources[middle].order <= source.order { low = middle + 1 } else { high = middle }
+            if signalStack.pending[middle].order <= source.order { low = middle + 1 } else { high = middle }
         }
-        signalledSources.insert(source, at: low)
+        signalStack.pending.insert(source, at: low)
     }
 }

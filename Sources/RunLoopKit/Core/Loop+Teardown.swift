@@ -10,7 +10,7 @@ extension Loop {
         closeInbox()
         for (_, item) in modeTable.commonItems { item.base.isCommon = false }
         modeTable.commonItems.removeAll()
-        commonItemCounts.reset()
+        modeTable.commonCounts.reset()
         for state in modeTable.list {
             for source in state.sources { removeFromMode(.source(source), state) }
             for timer in state.timers { removeFromMode(.timer(timer), state) }
@@ -24,12 +24,12 @@ extension Loop {
         timerTable.remoteCallbacks.removeAll()
         timerTable.commonCallbackCount = 0
         signalStack.popAll { $0.queued = false }
-        for source in signalledSources { source.queued = false }  // Still signalled: performed where it goes next.
-        signalledSources.removeAll()
+        for source in signalStack.pending { source.queued = false }  // Still signalled: performed where it goes next.
+        signalStack.pending.removeAll()
         trapOnQueuedJobs()
         blocks.removeAll(pool: inbox.segments)
-        let passHandler = passReporter.handler  // Released with the callbacks: it may capture anything.
-        passReporter.handler = nil
+        let passHandler = metricsKeeper.passReporter.handler  // Released with the callbacks: it may capture anything.
+        metricsKeeper.passReporter.handler = nil
         poller.close()
         // Released here, with the loop consistent: their deinits may call in.
         withExtendedLifetime((callbacks, passHandler)) {}

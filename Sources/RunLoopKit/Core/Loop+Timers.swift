@@ -185,7 +185,7 @@ extension Loop {
         }
         if timer.appliedRateLimiter != nil && rateLimitHoldsBack(timer) { return }
         timer.state = .firing
-        MetricsCells.bump(metricsCells.timersFired)
+        MetricsKeeper.bump(metricsKeeper.timersFired)
         timer.handler(timer)
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
         if !timer.repeats {
@@ -204,7 +204,7 @@ extension Loop {
         var callback = CallbackTimers.Stored.nothing
         guard let slot = timerTable.callbacks.takeForFiring(entry, callback: &callback) else { return }
         callbackEnded(slot)
-        MetricsCells.bump(metricsCells.callbacksRun)
+        MetricsKeeper.bump(metricsKeeper.callbacksRun)
         callback.run()
     }
 

@@ -52,6 +52,6 @@ extension Loop {
     private func hasLocalWork(in state: ModeState) -> Bool {
         if mainQueue.hasWork && servesMainQueue(in: state) { return true }
         if blocks.contains(where: { canRun($0, state) }) { return true }
-        return signalledSources.contains { $0.isIn(modeID: state.id) } || hasFailedSource(in: state)
+        return signalStack.pending.contains { $0.isIn(modeID: state.id) } || hasFailedSource(in: state)
     }
 }

@@ -37,18 +37,15 @@ public final class Loop: @unchecked Sendable {
     let poller: Poller
     /// Blocks, actor jobs and item changes sent by other threads, taken by the loop at its next pass.
     let inbox = Inbox()
-    /// Sources signalled from any thread, not yet taken by the loop.
+    /// Sources signalled from any thread, not yet taken by the loop, and those taken, waiting to be performed.
     let signalStack = SignalStack()
     /// The lifecycle, the stop and wake-up requests and the settings: atomics any thread reads and sets.
     let control: Control
     /// What other threads may read of the modes: names, ids, common modes, the running mode, item counts.
-    let publishedModes = Locked<PublishedModes>(PublishedModes())
-    /// How many items of each kind were added to the common pseudo-mode (``ModeTable/commonItems``); written on the
-    /// loop's thread next to it.
-    let commonItemCounts = ItemCountCells()
-    /// Passes, the longest pass and callouts made, and a copy of ``metricsTally``'s time figures: what ``metrics``
-    /// reads, written by the loop's thread.
-    let metricsCells = MetricsCells()
+    let publishedModes: Locked<PublishedModes>
+    /// The loop's metrics: what ``metrics`` reads (written by the loop's thread), the loop thread's tally of its time,
+    /// and the handler of every pass.
+    let metricsKeeper = MetricsKeeper()
 
     // MARK: Parts of the loop's thread only
 
@@ -63,24 +60,12 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var timerTable = TimerTable()
     /// Descriptor sources in the epoll set, and those parked.
     @exclusivity(unchecked) var descriptorTable = DescriptorTable()
-    /// Signalled sources not yet performed, sorted by order, then by signal arrival.
-    @exclusivity(unchecked) var signalledSources: [LoopSource] = []
     /// Blocks and actor jobs waiting for a pass in one of their modes, oldest first.
     @exclusivity(unchecked) var blocks = BlockQueue()
     /// The main loop's service of Dispatch's main queue.
     @exclusivity(unchecked) var mainQueue = MainQueueService()
     /// Reusable arrays and buffers, so a pass allocates nothing in the steady state.
     @exclusivity(unchecked) var scratch = ScratchPools()
-    /// Time asleep and awake, and the phase in progress: the loop's side of ``metrics``.
-    @exclusivity(unchecked) var metricsTally = MetricsTally()
-    /// The handler called at the end of every pass (``reportPasses(to:)``).
-    @exclusivity(unchecked) var passReporter = PassReporter()
-
-    // MARK: Set once
-
-    /// The loop's slot in ``LiveLoops``, the table the `fork()` child handler walks; -1 until `init` registers it.
-    /// Written once, at the end of `init`, read in `deinit`.
-    private var forkTableSlot = -1
 
     /// Creates a loop with its three descriptors, and registers it for the `fork()` child handler (``ForkGuard``).
     /// - Throws: ``LoopError/Code/systemCallFailed`` when the epoll set, the eventfd or the timerfd cannot be made
@@ -95,20 +80,21 @@ public final class Loop: @unchecked Sendable {
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
         control = Control(servesMainQueue: isMain && poller.forkGeneration == 0)
         modeTable.insert(defaultMode)
+        publishedModes = Locked(PublishedModes(commonCounts: modeTable.commonCounts))
         publishedModes.withLock { $0.created(.default, id: defaultMode.id, counts: defaultMode.counts) }
-        forkTableSlot = LiveLoops.insert(Unmanaged.passUnretained(self).toOpaque())
-        guard forkTableSlot >= 0 else {
+        guard identity.forkSlot >= 0 else {
             throw LoopError(
                 .systemCallFailed, errno: ENOMEM,
                 message: "creating a loop: \(LiveLoops.capacity) loops are alive already")
         }
+        LiveLoops.publish(Unmanaged.passUnretained(self).toOpaque(), in: identity.forkSlot)
     }
 
     static func makeForCurrentThread() throws(LoopError) -> Loop { try Loop(isMain: false) }
     static func makeForMainThread() throws(LoopError) -> Loop { try Loop(isMain: true) }
 
     deinit {
-        LiveLoops.remove(forkTableSlot)  // First: a fork() from now on must not reach this loop.
+        LiveLoops.remove(identity.forkSlot)  // First: a fork() from now on must not reach this loop.
         poller.close()
         scratch.deallocateEventBuffers()
     }

@@ -138,7 +138,9 @@ final class GLibOnlyThread: @unchecked Sendable {
         let running = ItemsSupport.Flag()
         thread = TestThread {
             setUp(pointers.0)
-            running.set()
+            // Set from inside the run, once GLib owns the context: a test that then tries to drive the context from
+            // another thread must find it owned (set before `run`, it raced the run's acquire under load).
+            glib.invoke(pointers.0) { running.set() }
             glib.run(pointers.1)
         }
         _ = waitUntil { running.isSet }

@@ -33,9 +33,9 @@ enum LiveLoops {
     /// The free slots' stack: tag << 32 | (top slot + 1).
     private static let freeHead = Atomic<UInt64>(0)
 
-    /// Registers `loop` (an unretained address); answers its slot, for ``remove(_:)``, or -1 when the table is full.
-    /// Any thread.
-    static func insert(_ loop: UnsafeMutableRawPointer) -> Int {
+    /// Takes a slot for a loop being made, empty until ``publish(_:in:)``; answers it, for ``remove(_:)``, or -1
+    /// when the table is full. Any thread.
+    static func reserve() -> Int {
         var slot = popFree()
         if slot < 0 {
             let bumped = highWater.add(1, ordering: .sequentiallyConsistent).oldValue
@@ -43,11 +43,16 @@ enum LiveLoops {
             ensureChunk(bumped / chunkSize)
             slot = bumped
         }
-        slotAt(slot).pointee.store(UInt(bitPattern: loop), ordering: .sequentiallyConsistent)
+        slotAt(slot).pointee.store(0, ordering: .sequentiallyConsistent)  // Reserved: visited by no `forEach`.
         return slot
     }
 
-    /// Unregisters the loop in `slot` (an answer of ``insert(_:)``; -1 does nothing), before the loop is freed. Any
+    /// Registers `loop` (an unretained address) in `slot`, an answer of ``reserve()``. Any thread.
+    static func publish(_ loop: UnsafeMutableRawPointer, in slot: Int) {
+        slotAt(slot).pointee.store(UInt(bitPattern: loop), ordering: .sequentiallyConsistent)
+    }
+
+    /// Unregisters the loop in `slot` (an answer of ``reserve()``; -1 does nothing), before the loop is freed. Any
     /// thread.
     static func remove(_ slot: Int) {
         guard slot >= 0 else { return }

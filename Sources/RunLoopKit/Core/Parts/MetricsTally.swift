@@ -1,5 +1,5 @@
 /// Where a loop's time goes, as its thread counts it for ``Loop/metrics``: time asleep and awake, the phase in
-/// progress, the longest pass (awake). Loop thread only; other threads read the copy in ``MetricsCells``, where the counts
+/// progress, the longest pass (awake). Loop thread only; other threads read the copy in ``MetricsKeeper``, where the counts
 /// live too.
 ///
 /// Time is kept by phase, for the loop as a whole rather than per pass, so nested runs are never counted twice: the
@@ -24,7 +24,7 @@ struct MetricsTally {
     var phase = Phase.outside
     var phaseSince: Int64 = 0
     /// The longest time a pass was awake so far (its length less its sleep), in nanoseconds; the loop's own copy of
-    /// ``MetricsCells/longestPass``.
+    /// ``MetricsKeeper/longestPass``.
     var longestPass: Int64 = 0
 
     /// Ends the current phase at `time`, adding its length to its total, and begins `next`.

@@ -11,6 +11,9 @@ struct ModeTable {
     var commonNames: Set<Loop.Mode> = [.default]
     /// Items added to the common pseudo-mode, copied into every common mode now and later.
     var commonItems: [ObjectIdentifier: AnyItem] = [:]
+    /// How many items of each kind ``commonItems`` holds, for other threads (``Loop/itemCounts(in:)``), which read
+    /// it through the published summary (``PublishedModes/commonCounts``); written here, next to `commonItems`.
+    let commonCounts = ItemCountCells()
 
     /// The mode of id `id`.
     subscript(id: Int) -> ModeState { list[id] }

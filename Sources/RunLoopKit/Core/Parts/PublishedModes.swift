@@ -12,6 +12,8 @@ struct PublishedModes {
     var common: Set<Loop.Mode> = [.default]
     /// The item counts of each mode the loop's thread created.
     var counts: [Loop.Mode: ItemCountCells] = [:]
+    /// The item counts of the common pseudo-mode (``ModeTable/commonCounts``).
+    let commonCounts: ItemCountCells
 
     /// For each mode a block named alone, the one-element list such blocks hold (see ``BlockModes``).
     var blockModeLists: [Loop.Mode: [Loop.Mode]] = [:]

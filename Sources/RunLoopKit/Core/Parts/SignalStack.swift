@@ -1,12 +1,15 @@
 import Synchronization
 
-/// A lock-free stack of sources signalled since the loop last looked (a Treiber stack through
-/// ``LoopSource/nextSignalled``).
+/// The loop's signalled sources: a lock-free stack of those signalled since the loop last looked (a Treiber stack
+/// through ``LoopSource/nextSignalled``), and the list the loop took from it, waiting to be performed.
 ///
-/// Threading: ``push(_:)`` from any thread; ``popAll()`` on the loop's thread. Push-many, pop-all is free of the
-/// ABA problem: nodes are never popped one at a time. Each pushed source is retained until popped.
-final class SignalStack: Sendable {
+/// Threading: ``push(_:)`` from any thread; ``popAll(_:)`` and ``pending`` on the loop's thread. Push-many, pop-all
+/// is free of the ABA problem: nodes are never popped one at a time. Each pushed source is retained until popped.
+final class SignalStack: @unchecked Sendable {  // Unchecked: `pending` is loop-thread only; the stack is atomic.
     private let head = Atomic<Unmanaged<LoopSource>?>(nil)
+    /// Signalled sources taken from the stack and not yet performed, sorted by order, then by signal arrival. Loop
+    /// thread only.
+    @exclusivity(unchecked) var pending: [LoopSource] = []
 
     /// Whether any source is waiting. Sequentially consistent: part of the wake-up handshake.
     var isEmpty: Bool { head.load(ordering: .sequentiallyConsistent) == nil }

@@ -30,9 +30,27 @@ import Testing
         }
     }
 
+    /// Registers `address` as a loop's `init` does: a slot reserved first, the address published in it after.
+    static func insert(_ address: UnsafeMutableRawPointer) -> Int {
+        let slot = LiveLoops.reserve()
+        if slot >= 0 { LiveLoops.publish(address, in: slot) }
+        return slot
+    }
+
+    @Test func aReservedSlotIsVisitedOnlyOnceItsLoopIsPublished() {
+        let addresses = Addresses(count: 1)
+        let slot = LiveLoops.reserve()
+        #expect(slot >= 0)
+        #expect(addresses.visited.isEmpty)
+        LiveLoops.publish(addresses.all[0], in: slot)
+        #expect(addresses.visited == Set(addresses.all))
+        LiveLoops.remove(slot)
+        #expect(addresses.visited.isEmpty)
+    }
+
     @Test func anInsertedAddressIsVisitedUntilItIsRemoved() {
         let addresses = Addresses(count: 64)
-        let slots = addresses.all.map { LiveLoops.insert($0) }
+        let slots = addresses.all.map { Self.insert($0) }
         #expect(slots.allSatisfy { $0 >= 0 })
         #expect(Set(slots).count == slots.count)
         #expect(addresses.visited == Set(addresses.all))
@@ -41,7 +59,7 @@ import Testing
         let odd = stride(from: 1, to: slots.count, by: 2).map { addresses.all[$0] }
         #expect(addresses.visited == Set(odd))
 
-        let again = stride(from: 0, to: slots.count, by: 2).map { LiveLoops.insert(addresses.all[$0]) }
+        let again = stride(from: 0, to: slots.count, by: 2).map { Self.insert(addresses.all[$0]) }
         #expect(addresses.visited == Set(addresses.all))
 
         for slot in again { LiveLoops.remove(slot) }
@@ -67,7 +85,7 @@ import Testing
                         held.withLock { _ = $0.remove(slot) }
                         LiveLoops.remove(slot)
                     }
-                    let slot = LiveLoops.insert(addresses.all[thread * perThread + index])
+                    let slot = Self.insert(addresses.all[thread * perThread + index])
                     if !held.withLock({ $0.insert(slot).inserted }) { clashes.increment() }
                     mine[index] = slot
                 }

@@ -1,7 +1,9 @@
 import RunLoopKitSystem
 import Synchronization
 
-/// A loop's figures as other threads read them (``Loop/metrics``), written by the loop's thread alone.
+/// A loop's metrics, as one part: the figures other threads read (``Loop/metrics``), written by the loop's thread
+/// alone, with the loop thread's own running tally of its time (``MetricsTally``) and the handler of every pass
+/// (``PassReporter``).
 ///
 /// Counts are cells of their own, updated where they change: the loop's thread is the only writer, so a bump is a
 /// relaxed load and store (plain moves, no locked instruction) and a pass publishes nothing in bulk. The four
@@ -9,7 +11,7 @@ import Synchronization
 /// and exit, never at the end of a pass), behind a sequence lock: the writer never waits, and a reader retries
 /// while they are being written, so the asleep and awake totals and the phase in progress it sees always agree.
 ///
-/// A change of phase (``changePhase(of:to:)``) stores an odd sequence number, sequentially consistent (on x86-64
+/// A change of phase (``changePhase(to:)``) stores an odd sequence number, sequentially consistent (on x86-64
 /// an `xchg`, a full barrier), reads the clock only then, stores the figures (releasing) and the next even number
 /// (releasing). A reader (``readTime(retrying:)``) reads the sequence (acquiring), the figures (acquiring), the clock,
 /// and the sequence again (acquiring); an odd or changed number means a write overlapped, and it reads again. So the
@@ -19,8 +21,14 @@ import Synchronization
 /// next.
 ///
 /// Threading: the bumps and ``changePhase(of:to:)`` on the loop's thread only; the reads from any thread.
-final class MetricsCells: Sendable {
+final class MetricsKeeper: @unchecked Sendable {  // Unchecked: `tally` and `passReporter` are loop-thread only.
     /// Completed passes.
+    /// Where the loop's time goes, as its thread counts it; published through the cells below at each change of
+    /// phase. Loop thread only.
+    @exclusivity(unchecked) var tally = MetricsTally()
+    /// The handler called at the end of every pass (``Loop/reportPasses(to:)``). Loop thread only.
+    @exclusivity(unchecked) var passReporter = PassReporter()
+
     let passes = Atomic<Int>(0)
     /// The longest time a pass was awake, in nanoseconds.
     let longestPass = Atomic<Int64>(0)
@@ -64,7 +72,7 @@ final class MetricsCells: Sendable {
     /// Ends the tally's phase and begins `next` now, publishing the time figures; answers the clock reading the
     /// change was made at. Loop thread only.
     @inline(__always)
-    func changePhase(of tally: inout MetricsTally, to next: MetricsTally.Phase) -> Int64 {
+    func changePhase(to next: MetricsTally.Phase) -> Int64 {
         let writing = sequence.load(ordering: .relaxed) &+ 1
         // Visible before the clock is read: a reader that saw the previous phase read its clock before this one.
         sequence.store(writing, ordering: .sequentiallyConsistent)
