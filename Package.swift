@@ -60,7 +60,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "loop-demo",
-            dependencies: ["RunLoopKit", "RunLoopKitServices", "RunLoopKitGLib"],
+            dependencies: ["RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "RunLoopKitGLib"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // A seedable random number generator for the benchmark, the soak and the tests (no product exports it).
@@ -74,7 +74,7 @@ let package = Package(
         // exactly-once, descriptor, thread and memory checks (scripts/soak.sh; Docs/Reliability.md, "Soak").
         .executableTarget(
             name: "loop-soak",
-            dependencies: ["RunLoopKit", "RunLoopKitServices", "SplitMix64"],
+            dependencies: ["RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // What only the process's real main thread can show (the main queue and main actor on Loop.main): a test

@@ -12,28 +12,11 @@ extension Loop {
     /// - Throws: ``LoopError/Code/loopTerminated`` when the loop's thread exits before the timer fires (or had
     ///   exited); ``LoopError/Code/invalidTolerance``; `CancellationError`.
     func sleep(until deadline: Instant, tolerance: Duration?, in mode: Mode) async throws {
-        try await LoopWaiter<Void>.wait { waiter in
-            let dropped = DropSignal(armed: false) { waiter.finish(.failure(Loop.terminatedError)) }
-            let timer: LoopTimer
-            do {
-                timer = try LoopTimer(at: deadline, tolerance: tolerance) { _ in
-                    dropped.keepAlive()
-                    waiter.finish(.success(()))
-                }
-            } catch {
-                waiter.finish(.failure(error))
-                return
+        try await LoopWaiter<Void>.waitForItem(on: self, in: mode) { waiter, dropped throws(LoopError) in
+            try LoopTimer(at: deadline, tolerance: tolerance) { _ in
+                dropped.keepAlive()
+                waiter.finish(.success(()))
             }
-            dropped.arm()
-            do {
-                try add(timer, to: mode)
-            } catch {
-                timer.invalidate()
-                waiter.finish(.failure(error))
-                return
-            }
-            waiter.setCleanup { [weak timer] in timer?.invalidate() }
-            if isTerminated { waiter.finish(.failure(Loop.terminatedError)) }
         }
     }
 }

@@ -119,13 +119,48 @@ package final class LoopWaiter<Value: Sendable>: Sendable {
     }
 }
 
+extension LoopWaiter {
+    /// Waits for an item's handler: `make` makes the item, whose handler finishes `waiter` and captures `dropped`
+    /// (call its `keepAlive()`); the item is added to `mode` of `loop`, invalidated when the wait ends otherwise
+    /// (cancelled), and the wait throws ``LoopError/Code/loopTerminated`` if the loop's thread exits first (the loop
+    /// then releases the item, and `dropped` with it). What `make` and the add throw, the wait throws. Any thread.
+    ///
+    /// The shape of every wait on one item: `Loop`'s sleeps (``LoopClock``) and RunLoopKitServices' `waitForExit`.
+    package static func waitForItem<Item: LoopItem>(
+        on loop: Loop,
+        in mode: Loop.Mode,
+        _ make: (_ waiter: LoopWaiter<Value>, _ dropped: DropSignal) throws -> Item
+    ) async throws -> Value {
+        try await wait { waiter in
+            let dropped = DropSignal(armed: false) { waiter.finish(.failure(Loop.terminatedError)) }
+            let item: Item
+            do {
+                item = try make(waiter, dropped)
+            } catch {
+                waiter.finish(.failure(error))
+                return
+            }
+            dropped.arm()
+            do {
+                try loop.add(item, to: mode)
+            } catch {
+                item.invalidate()
+                waiter.finish(.failure(error))
+                return
+            }
+            waiter.setCleanup { [weak item] in item?.invalidate() }  // Weak: the loop's release must free it.
+            if loop.isTerminated { waiter.finish(.failure(Loop.terminatedError)) }
+        }
+    }
+}
+
 /// Calls a closure when the last reference to it goes away: captured by a block or an item handler, it tells a
 /// waiter that the loop dropped the block or released the item without ever calling it (the loop's thread
 /// exited, or the item was invalidated by the loop).
 ///
 /// Threading: the closure runs on whichever thread releases the last reference; it must not take a lock that
 /// thread may hold.
-final class DropSignal: Sendable {
+package final class DropSignal: Sendable {
     private let onDrop: @Sendable () -> Void
     private let armed: Atomic<Bool>
 
@@ -143,7 +178,7 @@ final class DropSignal: Sendable {
 
     /// Keeps the signal alive as long as the closure that calls this; does nothing else.
     @inline(__always)
-    func keepAlive() {}
+    package func keepAlive() {}
 
     deinit {
         if armed.load(ordering: .acquiring) { onDrop() }

@@ -56,13 +56,10 @@ public final class CommitBeforeSleep<Update: Sendable>: Sendable {
         self.modes = modes
         self.order = order
         self.commitHandler = commit
-        let observer = LoopObserver(activities: [.beforeWaiting, .exit], order: order) { [weak self] _, _ in
-            self?.commit()
+        let observer = try loop.addHelperObserver(activities: [.beforeWaiting, .exit], order: order, to: modes) {
+            [weak self] _, _ in self?.commit()
         }
         state.withLock { $0.observer = observer }
-        for mode in modes {
-            try loop.add(observer, to: mode)
-        }
     }
 
     deinit {

@@ -70,13 +70,10 @@ public final class PassWorkQueue: Sendable {
         self.timeBudget = timeBudget
         self.modes = modes
         self.order = order
-        let observer = LoopObserver(activities: .beforeWaiting, order: order) { [weak self] _, _ in
-            self?.runBatch()
+        let observer = try loop.addHelperObserver(activities: .beforeWaiting, order: order, to: modes) {
+            [weak self] _, _ in self?.runBatch()
         }
         state.withLock { $0.observer = observer }
-        for mode in modes {
-            try loop.add(observer, to: mode)
-        }
     }
 
     deinit {

@@ -14,23 +14,11 @@ extension Loop {
     ///   no `pidfd_open`; descriptors exhausted); ``LoopError/Code/loopTerminated`` when the loop's thread exits
     ///   before the child does (or had exited); `CancellationError`.
     public func waitForExit(of pid: pid_t, in mode: Mode = .default) async throws -> ChildExitStatus {
-        try await LoopWaiter<ChildExitStatus>.wait { waiter in
-            let source: ChildExitSource
-            do {
-                source = try ChildExitSource(pid: pid) { _, status in waiter.finish(.success(status)) }
-            } catch {
-                waiter.finish(.failure(error))
-                return
+        try await LoopWaiter<ChildExitStatus>.waitForItem(on: self, in: mode) { waiter, dropped throws(LoopError) in
+            try ChildExitSource(pid: pid) { _, status in
+                dropped.keepAlive()
+                waiter.finish(.success(status))
             }
-            do {
-                try add(source, to: mode)
-            } catch {
-                source.invalidate()
-                waiter.finish(.failure(error))
-                return
-            }
-            waiter.setCleanup { source.invalidate() }
-            if isTerminated { waiter.finish(.failure(Loop.terminatedError)) }
         }
     }
 }

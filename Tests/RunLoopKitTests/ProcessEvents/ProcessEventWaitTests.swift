@@ -40,6 +40,23 @@ import Testing
         #expect(await awaitCondition { running.loop.itemCounts(in: .default).descriptorSources == before })
     }
 
+    /// The loop's thread exits while the wait is pending: the loop releases the wait's source, and the wait throws
+    /// `loopTerminated` instead of waiting for good (the source alone stays valid, as every item does).
+    @Test(.timeLimit(.minutes(2))) func aWaitWhoseLoopsThreadExitsThrowsLoopTerminated() async throws {
+        let running = ItemsSupport.startRunningLoop(timeout: .seconds(120))
+        let sleeper = ChildProcess.sleeping(seconds: 600)
+        defer { ChildProcess.killAndReap(sleeper) }
+        let before = running.loop.itemCounts(in: .default).descriptorSources
+        let waiting = Task { try await running.loop.waitForExit(of: sleeper) }
+        let joined = await awaitCondition(timeout: .seconds(120)) {
+            running.loop.itemCounts(in: .default).descriptorSources == before + 1
+        }
+        #expect(joined)
+        running.finish()  // The loop's thread exits.
+        await #expect { try await waiting.value } throws: { ($0 as? LoopError)?.code == .loopTerminated }
+        #expect(!ChildProcess.isReaped(sleeper))
+    }
+
     @Test func waitingForANonChildThrows() async {
         let running = ItemsSupport.startRunningLoop()
         defer { running.finish() }

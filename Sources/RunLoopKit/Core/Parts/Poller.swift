@@ -112,6 +112,12 @@ final class Poller: Sendable {
         guard isWaiting.load(ordering: .sequentiallyConsistent) else { return }
         guard !ForkGuard.isStale(forkGeneration) else { return }  // The parent's eventfd: never wake it from a child.
         guard !wakeUpPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        writeWakeUp()
+    }
+
+    /// Writes the wake-up eventfd, unless the loop's descriptors are closed (its thread exited). Any thread.
+    @inline(__always)
+    private func writeWakeUp() {
         lifecycle.withLock { registrations in
             guard registrations.isOpen else { return }
             eventFDWrites.add(1, ordering: .relaxed)
@@ -130,15 +136,7 @@ final class Poller: Sendable {
         if !isHosted.load(ordering: .relaxed) { isHosted.store(true, ordering: .relaxed) }
         guard !isWaiting.load(ordering: .sequentiallyConsistent) else { return }
         guard !ForkGuard.isStale(forkGeneration) else { return }
-        lifecycle.withLock { registrations in
-            guard registrations.isOpen else { return }
-            eventFDWrites.add(1, ordering: .relaxed)
-            do {
-                try EventFD.signal(wakeUpDescriptor)
-            } catch {
-                trap("RunLoopKit: waking the loop through its eventfd failed: \(error)")
-            }
-        }
+        writeWakeUp()
     }
 
     // MARK: Registration (any thread)

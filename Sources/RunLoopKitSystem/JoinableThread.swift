@@ -1,0 +1,45 @@
+import Glibc
+
+/// A plain POSIX thread, optionally named, that its creator joins: what the package's executables and tests start
+/// their own threads with (`LoopThread` is the library's). Built on ``ThreadCalls``, so a thread is started and
+/// named one way in the whole package.
+///
+/// Threading: create and ``join()`` from the same thread; join once.
+package final class JoinableThread: @unchecked Sendable {  // Unchecked: `thread` is written once, then only joined.
+    private var thread = pthread_t()
+
+    private final class Body {
+        let name: String?
+        let run: () -> Void
+
+        init(name: String?, run: @escaping () -> Void) {
+            self.name = name
+            self.run = run
+        }
+    }
+
+    /// Starts `body` on a new thread, called `name` when given (the kernel keeps its first 15 bytes).
+    /// - Throws: `SystemError` of `pthread_create` (`EAGAIN`: out of threads).
+    package init(name: String? = nil, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
+        let context = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
+        do {
+            thread = try ThreadCalls.start(
+                { pointer in
+                    let body = Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue()
+                    if let name = body.name { try? ThreadCalls.setCurrentName(name) }
+                    body.run()
+                    return nil
+                }, with: context)
+        } catch {
+            Unmanaged<Body>.fromOpaque(context).release()
+            throw error
+        }
+    }
+
+    /// Waits for the thread to end.
+    ///
+    /// The corresponding C call is `pthread_join(3)`.
+    package func join() {
+        pthread_join(thread, nil)
+    }
+}
