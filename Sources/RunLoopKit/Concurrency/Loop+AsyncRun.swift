@@ -14,7 +14,7 @@ extension Loop {
     /// - Throws: What `work` throws; ``LoopError/Code/loopTerminated`` when the loop's thread exited before
     ///   `work` could run (the loop drops pending blocks then); `CancellationError` as above.
     @discardableResult
-    public func run<Value: Sendable>(
+    nonisolated(nonsending) public func run<Value: Sendable>(
         in mode: Mode = .default,
         _ work: @escaping @Sendable () throws -> Value
     ) async throws -> Value {
@@ -29,7 +29,7 @@ extension Loop {
     ///   the block); ``LoopError/Code/loopTerminated`` when the loop's thread exited before `work` could run;
     ///   `CancellationError`.
     @discardableResult
-    public func run<Value: Sendable>(
+    nonisolated(nonsending) public func run<Value: Sendable>(
         in modes: [Mode],
         _ work: @escaping @Sendable () throws -> Value
     ) async throws -> Value {

@@ -16,7 +16,7 @@ extension Loop {
     ///   exited); ``LoopError/Code/invalidated`` when the loop gave up the source because the descriptor was
     ///   closed (and its number reused) during the wait; `CancellationError`.
     @discardableResult
-    public func waitForReadiness(
+    nonisolated(nonsending) public func waitForReadiness(
         of descriptor: CInt,
         watching events: FileDescriptorSource.Events,
         in mode: Mode = .default

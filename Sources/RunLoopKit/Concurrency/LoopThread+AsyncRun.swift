@@ -10,7 +10,7 @@ extension LoopThread {
     ///   ran: blocks accepted before the stop still run) or in the child of a `fork()` for a `LoopThread` made
     ///   before it (see ``isStopped``); `CancellationError` as above.
     @discardableResult
-    public func run<Value: Sendable>(
+    nonisolated(nonsending) public func run<Value: Sendable>(
         in mode: Loop.Mode = .default,
         _ work: @escaping @Sendable () throws -> Value
     ) async throws -> Value {
@@ -25,7 +25,7 @@ extension LoopThread {
     ///   ``LoopError/Code/threadStopped`` once ``stop()`` has begun or in a `fork()` child (see ``isStopped``);
     ///   `CancellationError`.
     @discardableResult
-    public func run<Value: Sendable>(
+    nonisolated(nonsending) public func run<Value: Sendable>(
         in modes: [Loop.Mode],
         _ work: @escaping @Sendable () throws -> Value
     ) async throws -> Value {

@@ -29,7 +29,7 @@ package final class LoopWaiter<Value: Sendable>: Sendable {
     /// A task cancelled before the call throws `CancellationError` without calling `setUp`. `setUp` runs once,
     /// synchronously, with the continuation installed: it puts the item in the loop, calls ``setCleanup(_:)``
     /// after adding it, and reports errors with ``finish(_:)``.
-    package static func wait(_ setUp: (LoopWaiter<Value>) -> Void) async throws -> Value {
+    nonisolated(nonsending) package static func wait(_ setUp: (LoopWaiter<Value>) -> Void) async throws -> Value {
         try Task.checkCancellation()
         let waiter = LoopWaiter<Value>()
         return try await withTaskCancellationHandler {
@@ -126,7 +126,7 @@ extension LoopWaiter {
     /// then releases the item, and `dropped` with it). What `make` and the add throw, the wait throws. Any thread.
     ///
     /// The shape of every wait on one item: `Loop`'s sleeps (``LoopClock``) and RunLoopKitServices' `waitForExit`.
-    package static func waitForItem<Item: LoopItem>(
+    nonisolated(nonsending) package static func waitForItem<Item: LoopItem>(
         on loop: Loop,
         in mode: Loop.Mode,
         _ make: (_ waiter: LoopWaiter<Value>, _ dropped: DropSignal) throws -> Item
