@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Builds the DocC reference of the RunLoopKit library as a static web site, with the toolchain's own `docc`.
+# Builds the DocC reference of the RunLoopKit libraries as static web sites, with the toolchain's own `docc`: the
+# core (RunLoopKit) and the services product (RunLoopKitServices), each from its catalog.
 #
-#   scripts/docs.sh          build the site into .docs-site/ (git-ignored); exits non-zero on any DocC warning
-#                            or on a public symbol without its own doc comment (used by .ci/run)
+#   scripts/docs.sh          build the sites into .docs-site/<Module>/ (git-ignored); exits non-zero on any DocC
+#                            warning or on a public symbol without its own doc comment (used by .ci/run)
 #   scripts/docs.sh --help   this text
 #
-# Steps:
-#   1. compile the RunLoopKit target in its own scratch path (.build-docs/, so the main .build/ is untouched),
-#      emitting the module's public symbol graph into .build-docs/symbol-graphs/;
-#   2. check that every public symbol declared in Sources/RunLoopKit has a doc comment of its own;
-#   3. `docc convert` the catalog Sources/RunLoopKit/RunLoopKit.docc with that symbol graph, for static hosting,
+# Steps, for each module:
+#   1. compile the module's target in its own scratch path (.build-docs/, so the main .build/ is untouched),
+#      emitting its public symbol graph into .build-docs/symbol-graphs/;
+#   2. check that every public symbol the module declares has a doc comment of its own;
+#   3. `docc convert` the catalog Sources/<Module>/<Module>.docc with the module's symbol graph, for static hosting,
 #      with --warnings-as-errors, and fail on any "warning:" line in its output as well.
 #
-# To read the site, serve the folder over HTTP, for instance `python3 -m http.server --directory .docs-site 8000`,
-# and open http://localhost:8000/documentation/runloopkit/ (the pages load their content with JavaScript, so
+# To read a site, serve its folder over HTTP, for instance `python3 -m http.server --directory .docs-site/RunLoopKit
+# 8000`, and open http://localhost:8000/documentation/runloopkit/ (the pages load their content with JavaScript, so
 # opening the files directly from disk does not work).
 #
 # Environment: DOCC (default: docc next to `swift`, e.g. /opt/swift/usr/bin/docc).
@@ -24,7 +25,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 case "${1:-}" in
     "") ;;
     -h | --help)
-        sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -45,91 +46,100 @@ if [[ -z "$DOCC" || ! -x "$DOCC" ]]; then
     exit 1
 fi
 
-MODULE=RunLoopKit
-CATALOG=Sources/RunLoopKit/RunLoopKit.docc
+MODULES=(RunLoopKit RunLoopKitServices)
 SCRATCH=.build-docs
 GRAPHS=$SCRATCH/symbol-graphs
 SITE=.docs-site
-LOG=$SCRATCH/docc.log
 START=$SECONDS
 
 build_module() {
-    swift build --target "$MODULE" --scratch-path "$SCRATCH" \
+    local module=$1
+    swift build --target "$module" --scratch-path "$SCRATCH" \
         -Xswiftc -emit-symbol-graph \
         -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$GRAPHS" \
         -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public \
-        >"$SCRATCH/build.log" 2>&1 || {
-        cat "$SCRATCH/build.log" >&2
-        echo "docs.sh: swift build --target $MODULE failed (log: $SCRATCH/build.log)" >&2
+        >"$SCRATCH/build-$module.log" 2>&1 || {
+        cat "$SCRATCH/build-$module.log" >&2
+        echo "docs.sh: swift build --target $module failed (log: $SCRATCH/build-$module.log)" >&2
         return 1
     }
 }
 
-# 1. The symbol graph. The compiler writes it whenever it (re)builds the module, as a whole, so it stays current
-#    across incremental builds; an up-to-date build writes nothing and the last graph stands. If the graph is
-#    missing while the build is current (its folder was deleted), start the scratch path afresh.
+# 1. The symbol graphs. The compiler writes a module's graph whenever it (re)builds the module, as a whole, so it
+#    stays current across incremental builds; an up-to-date build writes nothing and the last graph stands. If a
+#    graph is missing while the build is current (its folder was deleted), start the scratch path afresh.
 mkdir -p "$GRAPHS"
-graph="$GRAPHS/$MODULE.symbols.json"
-build_module
-if [[ ! -f "$graph" ]]; then
-    rm -rf "$SCRATCH"
-    mkdir -p "$GRAPHS"
-    build_module
-fi
-if [[ ! -f "$graph" ]]; then
-    echo "docs.sh: the build wrote no symbol graph at $graph" >&2
-    exit 1
-fi
-echo "docs.sh: symbol graph of $MODULE built ($((SECONDS - START))s)"
+for module in "${MODULES[@]}"; do build_module "$module"; done
+for module in "${MODULES[@]}"; do
+    if [[ ! -f "$GRAPHS/$module.symbols.json" ]]; then
+        rm -rf "$SCRATCH"
+        mkdir -p "$GRAPHS"
+        for again in "${MODULES[@]}"; do build_module "$again"; done
+        break
+    fi
+done
+for module in "${MODULES[@]}"; do
+    if [[ ! -f "$GRAPHS/$module.symbols.json" ]]; then
+        echo "docs.sh: the build wrote no symbol graph at $GRAPHS/$module.symbols.json" >&2
+        exit 1
+    fi
+done
+echo "docs.sh: symbol graphs of ${MODULES[*]} built ($((SECONDS - START))s)"
 
-# 2. Every public symbol declared in our sources (in the module's graph, and in the graphs of its extensions to
-#    other modules' types, if any) documents itself. Members the compiler synthesizes (hash(into:),
-#    the OptionSet and Equatable operations, ...) have no source location and are skipped; a declaration whose
-#    comment is missing would otherwise inherit the protocol's, which names another module.
-undocumented_filter='.symbols[] | select(.location != null)
-    | select(.docComment == null or (.docComment.module // "'"$MODULE"'") != "'"$MODULE"'")
-    | "\(.location.uri | sub("^file://"; "")):\(.location.position.line + 1): \(.pathComponents | join("."))"'
-if command -v jq >/dev/null 2>&1; then
-    undocumented=$(jq -r "$undocumented_filter" "$GRAPHS"/*.symbols.json)
-elif command -v python3 >/dev/null 2>&1; then
-    undocumented=$(python3 - "$MODULE" "$GRAPHS"/*.symbols.json <<'PY'
+status=0
+rm -rf "$SITE"
+mkdir -p "$SITE"
+for module in "${MODULES[@]}"; do
+    # The module's own graphs: its graph, and those of its extensions to other modules' types (Module@Other).
+    own=$SCRATCH/graphs-$module
+    rm -rf "$own"
+    mkdir -p "$own"
+    cp "$GRAPHS/$module.symbols.json" "$own/"
+    for extension in "$GRAPHS/$module@"*.symbols.json; do
+        [[ -f "$extension" ]] && cp "$extension" "$own/"
+    done
+
+    # 2. Every public symbol declared in the module's sources documents itself. Members the compiler synthesizes
+    #    (hash(into:), the OptionSet and Equatable operations, ...) have no source location and are skipped; a
+    #    declaration whose comment is missing would otherwise inherit the protocol's, which names another module.
+    undocumented=$(python3 - "$module" "$own"/*.symbols.json <<'PY'
 import json, sys
 module = sys.argv[1]
 for file in sys.argv[2:]:
     for s in json.load(open(file))["symbols"]:
         loc, doc = s.get("location"), s.get("docComment")
-        if loc and (doc is None or doc.get("module", module) != module):
+        if loc and "::SYNTHESIZED::" not in s["identifier"]["precise"] and (
+                doc is None or doc.get("module", module) != module):
             path = loc["uri"].removeprefix("file://")
             print(f"{path}:{loc['position']['line'] + 1}: {'.'.join(s['pathComponents'])}")
 PY
     )
-else
-    echo "docs.sh: needs jq or python3 to check doc comments" >&2
-    exit 1
-fi
-if [[ -n "$undocumented" ]]; then
-    while IFS= read -r line; do echo "warning: public symbol without a doc comment: $line" >&2; done <<<"$undocumented"
-    echo "docs.sh: every public symbol needs a doc comment (what, when, from which thread)" >&2
-    exit 1
-fi
+    if [[ -n "$undocumented" ]]; then
+        while IFS= read -r line; do echo "warning: public symbol without a doc comment: $line" >&2; done \
+            <<<"$undocumented"
+        echo "docs.sh: every public symbol of $module needs a doc comment (what, when, from which thread)" >&2
+        exit 1
+    fi
 
-# 3. The site. docc prints diagnostics with "warning:" or "error:"; --warnings-as-errors turns warnings into
-#    errors (and a non-zero exit), and the grep below fails on any that still gets through.
-rm -rf "$SITE"
-status=0
-"$DOCC" convert "$CATALOG" \
-    --additional-symbol-graph-dir "$GRAPHS" \
-    --output-path "$SITE" \
-    --fallback-display-name "$MODULE" \
-    --fallback-bundle-identifier org.runloopkit.RunLoopKit \
-    --transform-for-static-hosting \
-    --warnings-as-errors \
-    >"$LOG" 2>&1 || status=$?
-if (( status != 0 )) || grep -qE '(^|[^a-z])(warning|error):' "$LOG"; then
-    cat "$LOG" >&2
-    echo "docs.sh: docc reported problems (exit ${status}; log: $LOG)" >&2
-    exit 1
-fi
+    # 3. The site. docc prints diagnostics with "warning:" or "error:"; --warnings-as-errors turns warnings into
+    #    errors (and a non-zero exit), and the grep below fails on any that still gets through.
+    log=$SCRATCH/docc-$module.log
+    converted=0
+    "$DOCC" convert "Sources/$module/$module.docc" \
+        --additional-symbol-graph-dir "$own" \
+        --output-path "$SITE/$module" \
+        --fallback-display-name "$module" \
+        --fallback-bundle-identifier "org.runloopkit.$module" \
+        --transform-for-static-hosting \
+        --warnings-as-errors \
+        >"$log" 2>&1 || converted=$?
+    if (( converted != 0 )) || grep -qE '(^|[^a-z])(warning|error):' "$log"; then
+        cat "$log" >&2
+        echo "docs.sh: docc reported problems for $module (exit ${converted}; log: $log)" >&2
+        status=1
+    fi
+done
+(( status == 0 )) || exit 1
 
-echo "docs.sh: site built in $SITE/ ($((SECONDS - START))s): serve it, e.g."
-echo "  python3 -m http.server --directory $SITE 8000   # then open http://localhost:8000/documentation/runloopkit/"
+echo "docs.sh: sites built in $SITE/ ($((SECONDS - START))s): serve one, e.g."
+echo "  python3 -m http.server --directory $SITE/RunLoopKit 8000   # then open http://localhost:8000/documentation/runloopkit/"

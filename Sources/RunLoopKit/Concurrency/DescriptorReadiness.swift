@@ -1,5 +1,5 @@
 /// The readiness reports of one descriptor on one loop, as an `AsyncSequence`: each element is the set of
-/// conditions seen (``FileDescriptorSource/Events``). Create it with ``Loop/readiness(of:watching:in:)``.
+/// conditions seen (``DescriptorBackedSource/Events``). Create it with ``Loop/readiness(of:watching:in:)``.
 ///
 /// Demand-driven: the loop watches the descriptor only while an iteration waits in `next()`. After each report
 /// the underlying ``FileDescriptorSource`` leaves its mode until the next `next()`, so a descriptor that stays
@@ -14,9 +14,9 @@
 ///
 /// The sequence ends by throwing: ``LoopError/Code/loopTerminated`` when the loop's thread exits;
 /// ``LoopError/Code/invalidated`` when the loop gives up the descriptor (closed and its number reused meanwhile);
-/// the errors of ``Loop/add(_:to:)-(FileDescriptorSource,_)`` (``LoopError/Code/badDescriptor`` and so on) from
+/// the errors of ``Loop/add(_:to:)`` (``LoopError/Code/badDescriptor`` and so on) from
 /// the first `next()`; `CancellationError` when the iterating task is cancelled. After it threw, `next()` answers
-/// `nil`. A hang-up is an element like any other (``FileDescriptorSource/Events/hangUp``): stop iterating when
+/// `nil`. A hang-up is an element like any other (``DescriptorBackedSource/Events/hangUp``): stop iterating when
 /// a read returns end of file.
 ///
 /// Threading: the sequence is `Sendable` and may be iterated from any task; an iterator belongs to one task, and
@@ -31,7 +31,7 @@ public struct DescriptorReadiness: AsyncSequence, Sendable {
     let loop: Loop
     /// The watched descriptor; it stays the caller's (close it only after the iteration ended).
     let descriptor: CInt
-    /// The conditions asked for (``FileDescriptorSource/Events/error`` and ``FileDescriptorSource/Events/hangUp``
+    /// The conditions asked for (``DescriptorBackedSource/Events/error`` and ``DescriptorBackedSource/Events/hangUp``
     /// are reported regardless).
     let events: FileDescriptorSource.Events
     /// The mode the source is added to while a `next()` waits.
@@ -74,7 +74,7 @@ extension Loop {
     /// ```
     /// - Parameters:
     ///   - descriptor: An open, pollable descriptor (a pipe, socket, eventfd, terminal, ...), still the caller's.
-    ///   - events: The conditions to watch; default ``FileDescriptorSource/Events/readable``.
+    ///   - events: The conditions to watch; default ``DescriptorBackedSource/Events/readable``.
     ///   - mode: The mode the source joins while a `next()` waits; default ``Mode/default``.
     public func readiness(
         of descriptor: CInt,

@@ -1,6 +1,6 @@
 extension Loop {
     /// Suspends the calling task until one of `events` holds for `descriptor` in a pass of `mode` (say `.readable`
-    /// before a read, `.writable` before a write), and answers the conditions seen (``FileDescriptorSource/Events/error`` and ``FileDescriptorSource/Events/hangUp`` are
+    /// before a read, `.writable` before a write), and answers the conditions seen (``DescriptorBackedSource/Events/error`` and ``DescriptorBackedSource/Events/hangUp`` are
     /// always reported). Safe from any task or thread.
     ///
     /// Built on a ``FileDescriptorSource`` added to `mode` for the wait and invalidated as soon as it ends, so

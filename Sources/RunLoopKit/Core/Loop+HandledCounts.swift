@@ -10,7 +10,7 @@ extension Loop {
         /// Custom sources (``LoopSource``) performed.
         public var sourcesPerformed: Int
         /// Calls of descriptor sources' handlers (``FileDescriptorSource``, and the helpers built on it such as
-        /// ``SignalSource``), the last call of a failed source (``FileDescriptorSource/Events/invalid``) included.
+        /// `SignalSource`), the last call of a failed source (``DescriptorBackedSource/Events/invalid``) included.
         public var descriptorReports: Int
         /// Timers (``LoopTimer``) fired.
         public var timersFired: Int

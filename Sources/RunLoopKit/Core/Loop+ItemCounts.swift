@@ -3,7 +3,7 @@
 extension Loop {
     /// How many items of each kind a mode holds: a snapshot for leak checks and dashboards.
     ///
-    /// Every item counts, those that helpers add included (a ``SignalSource`` or ``ChildExitSource`` is a descriptor
+    /// Every item counts, those that helpers add included (a `SignalSource` or `ChildExitSource` is a descriptor
     /// source, a ``PassWorkQueue`` or ``PhaseTaskScheduler`` adds observers). A one-shot timer that fired has left
     /// its modes and no longer counts, until it is re-armed.
     public struct ItemCounts: Sendable, Hashable, CustomStringConvertible {

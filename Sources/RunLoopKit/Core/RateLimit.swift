@@ -1,6 +1,6 @@
 /// How often one source may be handled: at most ``burst`` handler calls within ``interval`` (systemd's
-/// `sd_event_source_set_ratelimit(interval, burst)`). Set it as the ``LoopSource/rateLimit``,
-/// ``FileDescriptorSource/rateLimit`` or ``LoopTimer/rateLimit`` of an item; any thread may make one.
+/// `sd_event_source_set_ratelimit(interval, burst)`). Set it as the ``LoopEventItem/rateLimit``,
+/// ``LoopEventItem/rateLimit`` or ``LoopEventItem/rateLimit`` of an item; any thread may make one.
 ///
 /// A window opens with the first handler call after the previous window ended. The call that would be the
 /// `burst + 1`-th within it is not made: the item is paused until the window ends, then resumes, and nothing is lost

@@ -13,7 +13,7 @@ import Synchronization
 ///
 /// Stopping: blocks already accepted when ``stop()`` begins still run, each in a pass of a mode it was queued
 /// for; then the thread exits. Work submitted once the stop began is refused, never dropped silently: `perform`
-/// answers `false` (as ``Loop/perform(_:)`` does for a loop whose thread exited), and the calls that wait for a
+/// answers `false` (as ``Loop/perform(in:_:)-(Mode,_)`` does for a loop whose thread exited), and the calls that wait for a
 /// result (`performAndWait`, `run`) throw ``LoopError/Code/threadStopped``. Dropping the last reference stops and
 /// joins the thread too.
 ///
@@ -132,7 +132,7 @@ public final class LoopThread: Sendable {
     }
 
     /// Queues a call of `function(argument)` on the worker, at the next block point of a pass in the default mode:
-    /// the allocation-free post (``Loop/perform(with:_:)``: a C function pointer that captures nothing, and one word
+    /// the allocation-free post (``Loop/perform(in:with:_:)``: a C function pointer that captures nothing, and one word
     /// of data). Safe from any thread.
     ///
     /// - Returns: `false` once ``stop()`` has begun (or in the child of a `fork()`, see ``isStopped``): the call was

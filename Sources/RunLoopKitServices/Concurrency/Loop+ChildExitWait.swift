@@ -11,7 +11,7 @@ extension Loop {
     /// cancelled while waiting resumes at once with `CancellationError`, and the source is invalidated (the child is
     /// then not reaped by this wait).
     /// - Throws: What ``ChildExitSource/init(pid:order:handler:)`` throws (`pid` is not a child of this process;
-    ///   no `pidfd_open`; descriptors exhausted); ``LoopError/Code/loopTerminated`` when the loop's thread exits
+    ///   no `pidfd_open`; descriptors exhausted); `LoopError.Code.loopTerminated` when the loop's thread exits
     ///   before the child does (or had exited); `CancellationError`.
     nonisolated(nonsending) public func waitForExit(of pid: pid_t, in mode: Mode = .default) async throws -> ChildExitStatus {
         try await LoopWaiter<ChildExitStatus>.waitForItem(on: self, in: mode) { waiter, dropped throws(LoopError) in

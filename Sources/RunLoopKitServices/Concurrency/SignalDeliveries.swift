@@ -4,7 +4,7 @@ import RunLoopKitSystem
 
 /// A Unix signal's deliveries as an asynchronous sequence, watched by a ``SignalSource`` on a loop: each element is
 /// how many times the signal arrived since the previous element (deliveries that arrive together are counted, never
-/// lost). Made by ``Loop/signals(_:in:)``.
+/// lost). Made by `Loop.signals(_:in:)`.
 ///
 /// The signal is watched from the iterator's first `next()` until the iteration ends: the consuming task is
 /// cancelled (then `next()` answers `nil`), or the iterator is dropped. Each iteration has a source of its own, so
@@ -16,7 +16,7 @@ import RunLoopKitSystem
 public struct SignalDeliveries: AsyncSequence, Sendable {
     /// How many times the signal arrived since the previous element.
     public typealias Element = Int
-    /// What `next()` throws: the errors of ``SignalSource/init(signal:order:handler:)`` and ``Loop/add(_:to:)-(SignalSource,_)``.
+    /// What `next()` throws: the errors of ``SignalSource/init(signal:order:handler:)`` and `Loop.add(_:to:)`.
     public typealias Failure = any Error
 
     /// The loop whose passes report the deliveries.

@@ -5,7 +5,7 @@ import RunLoopKitSystem
 /// Calls a handler once, on the loop's thread, when a given child process exits, with how it ended.
 ///
 /// Linux mechanism: the source opens a pidfd for the child (`pidfd_open`, Linux 5.3+), the descriptor its loop watches
-/// (a ``DescriptorBackedSource``); the kernel makes a pidfd readable when its process exits. The source then reaps the
+/// (a `DescriptorBackedSource`); the kernel makes a pidfd readable when its process exits. The source then reaps the
 /// child with `waitid(P_PIDFD, ..., WEXITED)` (Linux 5.4+), so no zombie is left, and calls the handler with the
 /// ``ChildExitStatus``. A child that exited before the source was created or added still fires, on the first pass
 /// that runs one of the source's modes. If something else reaped the child first (a `waitpid(-1, ...)` loop, a
@@ -18,7 +18,7 @@ import RunLoopKitSystem
 /// Create the source before anything else could reap the child: a reaped child's pid can be reused, and then
 /// `init` refuses it (not a child) or, worse, watches the newer process if it is also our child.
 ///
-/// Threading: `init`, the loop's `add`/`remove`, ``LoopItem/invalidate()`` and ``LoopItem/isValid`` are safe from any
+/// Threading: `init`, the loop's `add`/`remove`, `LoopItem.invalidate()` and `LoopItem.isValid` are safe from any
 /// thread; the handler runs on the loop's thread and may invalidate or inspect its source. A source belongs to at most
 /// one loop, in any number of its modes; while scheduled, the loop keeps it alive (the caller need not hold it).
 public final class ChildExitSource: DescriptorBackedSource, @unchecked Sendable {  // Unchecked: as its base.
@@ -34,10 +34,10 @@ public final class ChildExitSource: DescriptorBackedSource, @unchecked Sendable 
     ///   - order: Among descriptor-backed sources ready in the same pass, lower orders are handled first. Default 0.
     ///   - handler: Called once on the loop's thread, with the source (already invalid) and how the child ended;
     ///     the child has been reaped when it runs.
-    /// - Throws: ``LoopError/Code/invalidArgument`` when `pid` is not a live or exited-but-unreaped child of this
+    /// - Throws: `LoopError.Code.invalidArgument` when `pid` is not a live or exited-but-unreaped child of this
     ///   process (`errno` `ECHILD`: not our child; `ESRCH`: no such process, e.g. already reaped; `EINVAL`: not a
-    ///   process id); ``LoopError/Code/unsupported`` when the kernel lacks `pidfd_open` (before Linux 5.3, or a
-    ///   seccomp filter blocks it) or `waitid(P_PIDFD)` (before 5.4); ``LoopError/Code/systemCallFailed`` when
+    ///   process id); `LoopError.Code.unsupported` when the kernel lacks `pidfd_open` (before Linux 5.3, or a
+    ///   seccomp filter blocks it) or `waitid(P_PIDFD)` (before 5.4); `LoopError.Code.systemCallFailed` when
     ///   descriptors run out (`EMFILE`, `ENFILE`).
     public init(
         pid: pid_t,

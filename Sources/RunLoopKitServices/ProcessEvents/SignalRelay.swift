@@ -65,7 +65,7 @@ enum SignalRelay {
         SIGABRT: "SIGABRT is raised by abort(), which ends the process whatever the handler does",
     ]
 
-    /// Throws ``LoopError/Code/invalidArgument`` unless `signal` may be watched.
+    /// Throws `LoopError.Code.invalidArgument` unless `signal` may be watched.
     static func validate(_ signal: CInt) throws(LoopError) {
         let realTimeFirst = __libc_current_sigrtmin()
         let realTimeLast = __libc_current_sigrtmax()
@@ -86,8 +86,8 @@ enum SignalRelay {
 
     /// Makes `descriptor` (an eventfd) a watcher of `signal`, installing the relay's handler if the signal had
     /// no watcher: from now on every delivery of `signal` adds one to the eventfd's counter.
-    /// - Throws: ``LoopError/Code/invalidArgument`` when the signal has `CRUNLOOP_SIGNAL_SLOTS` watchers
-    ///   already; ``LoopError/Code/systemCallFailed`` when `sigaction` fails.
+    /// - Throws: `LoopError.Code.invalidArgument` when the signal has `CRUNLOOP_SIGNAL_SLOTS` watchers
+    ///   already; `LoopError.Code.systemCallFailed` when `sigaction` fails.
     static func attach(_ descriptor: CInt, to signal: CInt) throws(LoopError) -> Attachment {
         try state.withLock { state throws(LoopError) -> Attachment in
             state.adoptCurrentProcess()

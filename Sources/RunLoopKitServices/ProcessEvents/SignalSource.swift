@@ -9,7 +9,7 @@ import Synchronization
 /// Mechanism: while at least one source watches a signal, RunLoopKit's `sigaction` handler is installed for
 /// it. Each delivery, on whichever thread the kernel picks, bumps a count per source watching the signal and adds
 /// one to each such source's eventfd: atomics and `write(2)` only, nothing else runs in signal context. The
-/// source's loop watches that eventfd like a ``FileDescriptorSource``, takes the count and calls the handler. So
+/// source's loop watches that eventfd like a `FileDescriptorSource`, takes the count and calls the handler. So
 /// nothing is lost between two calls (the count says how many deliveries were merged, by the kernel or by the
 /// relay; the eventfd only wakes the loop, so even a failed wake-up write loses no delivery: it is reported with
 /// the next one), several sources and loops may watch one signal (each sees every delivery), and the handler may do
@@ -19,16 +19,16 @@ import Synchronization
 ///
 /// The source watches from the moment it is created (the signal no longer has its previous effect, e.g.
 /// SIGINT no longer ends the process); deliveries before it is added to a loop are reported once it is.
-/// Refused with ``LoopError/Code/invalidArgument``: numbers outside 1...SIGRTMAX, SIGKILL and SIGSTOP (they
+/// Refused with `LoopError.Code.invalidArgument`: numbers outside 1...SIGRTMAX, SIGKILL and SIGSTOP (they
 /// cannot be caught), the synchronous faults SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT, and
 /// the real-time signals the C library keeps for itself (32 and 33). SIGPIPE is allowed: its handler returns
 /// and the write fails with `EPIPE` instead of ending the process.
 ///
-/// Threading: the initialiser, ``LoopItem/invalidate()``, ``LoopItem/isValid`` and the loop's `add`/`remove` are safe
+/// Threading: the initialiser, `LoopItem.invalidate()`, `LoopItem.isValid` and the loop's `add`/`remove` are safe
 /// from any thread (never from a C signal handler); the handler runs on the loop's thread with no RunLoopKit lock
 /// held, and may invalidate its own source. A source belongs to at most one loop, in any number of its modes; while
-/// in a loop, the loop keeps it alive. Like every ``DescriptorBackedSource``, it may carry a rate limit and need not
-/// keep runs alive (``LoopEventItem``). A signal sent to the process reaches some thread that does not block it; if
+/// in a loop, the loop keeps it alive. Like every `DescriptorBackedSource`, it may carry a rate limit and need not
+/// keep runs alive (`LoopEventItem`). A signal sent to the process reaches some thread that does not block it; if
 /// every thread blocks it, it stays pending and no source sees it.
 public final class SignalSource: DescriptorBackedSource, @unchecked Sendable {  // Unchecked: as its base.
     /// The watched signal number.
@@ -47,8 +47,8 @@ public final class SignalSource: DescriptorBackedSource, @unchecked Sendable {  
     ///   - order: Among descriptor-backed sources ready in the same pass, lower orders are handled first. Default 0.
     ///   - handler: Called on the loop's thread with the source and the number of deliveries since its last call
     ///     (at least 1).
-    /// - Throws: ``LoopError/Code/invalidArgument`` for a signal that cannot be watched (see the type's
-    ///   documentation) or one already watched by 1,024 sources; ``LoopError/Code/systemCallFailed`` when the
+    /// - Throws: `LoopError.Code.invalidArgument` for a signal that cannot be watched (see the type's
+    ///   documentation) or one already watched by 1,024 sources; `LoopError.Code.systemCallFailed` when the
     ///   eventfd cannot be made (e.g. `EMFILE`) or `sigaction` fails.
     public init(
         signal: CInt,

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Linux mechanism: one inotify instance per source (`inotify_init1`, non-blocking and close-on-exec), one inotify
 /// watch per path added with ``addWatch(_:for:)`` (`inotify_add_watch`), the instance's descriptor watched for
-/// readability by a ``FileDescriptorSource``. Each time it is readable the source reads every queued record (into
+/// readability by a `FileDescriptorSource`. Each time it is readable the source reads every queued record (into
 /// one buffer it keeps for its whole life: nothing is allocated per change but the entry's name) and calls the
 /// handler once per change, in the kernel's order. A directory watch reports changes to its entries, not to
 /// entries of its subdirectories (inotify is not recursive: watch each directory you care about).
@@ -18,19 +18,19 @@ import Synchronization
 /// gets ``FileChange/Kind/overflow`` where changes were dropped, the sign to rescan. Changes that happen before the
 /// source is added to a loop, or while none of its modes runs, wait in that queue.
 ///
-/// The source owns the inotify descriptor. ``LoopItem/invalidate()`` takes it out of the loop's epoll set, removes every
+/// The source owns the inotify descriptor. `LoopItem.invalidate()` takes it out of the loop's epoll set, removes every
 /// watch and closes it: at once, or, when a delivery is under way on the loop's thread at that moment, as soon as that
 /// delivery returns. A source nobody holds that is in no loop is closed the same way.
 ///
 /// Like CF's custom sources, a source belongs to at most one loop, in any number of its modes; while it is in a
 /// loop, the loop keeps it alive (the caller need not hold it) until it is invalidated or the loop's thread exits.
 ///
-/// A storm of changes can be paced with a rate limit (``LoopEventItem/rateLimit``): each time the loop finds the source
+/// A storm of changes can be paced with a rate limit (`LoopEventItem.rateLimit`): each time the loop finds the source
 /// ready counts as one call (the handler is then called once per queued change), and a paused source lets the kernel
 /// queue changes meanwhile; past the queue's capacity the handler hears ``FileChange/Kind/overflow``.
 ///
-/// Threading: `init`, ``addWatch(_:for:)``, ``removeWatch(_:)``, ``watches``, ``LoopItem/invalidate()``,
-/// ``LoopItem/isValid`` and the loop's `add`/`remove`/`contains` are safe from any thread; the handler runs on the
+/// Threading: `init`, ``addWatch(_:for:)``, ``removeWatch(_:)``, ``watches``, `LoopItem.invalidate()`,
+/// `LoopItem.isValid` and the loop's `add`/`remove`/`contains` are safe from any thread; the handler runs on the
 /// loop's thread with no RunLoopKit lock held, and may add and remove watches or invalidate its source.
 public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable {  // Unchecked: see `buffer`.
     let handler: @Sendable (FileChangeSource, FileChange) -> Void
@@ -51,9 +51,9 @@ public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable
     /// - Parameters:
     ///   - order: Among descriptor-backed sources ready in the same pass, lower orders are handled first. Default 0.
     ///   - handler: Called on the loop's thread with the source and one change.
-    /// - Throws: ``LoopError/Code/limitReached`` when no inotify instance can be made (`EMFILE`: the user's
+    /// - Throws: `LoopError.Code.limitReached` when no inotify instance can be made (`EMFILE`: the user's
     ///   instances, `fs.inotify.max_user_instances`, or the process's descriptors are used up);
-    ///   ``LoopError/Code/systemCallFailed`` for `ENFILE`, `ENOMEM`.
+    ///   `LoopError.Code.systemCallFailed` for `ENFILE`, `ENOMEM`.
     public init(order: Int = 0, handler: @escaping @Sendable (FileChangeSource, FileChange) -> Void) throws(LoopError) {
         let descriptor: CInt
         do {
@@ -107,11 +107,11 @@ public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable
     /// the file. Symbolic links are followed. Adding a path whose file the source already watches (under this path
     /// or another) replaces what that watch reports and answers the same watch, with the path it was first added
     /// with.
-    /// - Throws: ``LoopError/Code/notFound`` (`ENOENT`), ``LoopError/Code/permissionDenied`` (`EACCES`: the path
-    ///   cannot be read), ``LoopError/Code/limitReached`` (`ENOSPC`: the user's inotify watches,
-    ///   `fs.inotify.max_user_watches`, are used up), ``LoopError/Code/invalidArgument`` (an empty path or one with a
-    ///   NUL byte, `changes` empty, `ENOTDIR`, `ENAMETOOLONG`, `ELOOP`), ``LoopError/Code/invalidated``,
-    ///   ``LoopError/Code/systemCallFailed`` (`ENOMEM`).
+    /// - Throws: `LoopError.Code.notFound` (`ENOENT`), `LoopError.Code.permissionDenied` (`EACCES`: the path
+    ///   cannot be read), `LoopError.Code.limitReached` (`ENOSPC`: the user's inotify watches,
+    ///   `fs.inotify.max_user_watches`, are used up), `LoopError.Code.invalidArgument` (an empty path or one with a
+    ///   NUL byte, `changes` empty, `ENOTDIR`, `ENAMETOOLONG`, `ELOOP`), `LoopError.Code.invalidated`,
+    ///   `LoopError.Code.systemCallFailed` (`ENOMEM`).
     @discardableResult
     public func addWatch(_ path: String, for changes: Changes = .all) throws(LoopError) -> Watch {
         let mask = changes.intersection(.all).rawValue

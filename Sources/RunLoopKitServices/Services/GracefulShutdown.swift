@@ -12,15 +12,15 @@ import Synchronization
 ///    process ends at once, killed by it. A shutdown that hangs can always be cut short that way.
 /// 3. The exit handlers run, lowest order first (equal orders in the order they were added). This is where the
 ///    service stops accepting work: it closes its listeners, refuses new requests, flushes what it owes.
-/// 4. The ``LoopThread``s handed over are stopped (each finishes the work it accepted) on a thread of their own,
+/// 4. The `LoopThread`s handed over are stopped (each finishes the work it accepted) on a thread of their own,
 ///    with a deadline, while the loop keeps running, so work they send back to the loop still runs.
-/// 5. The loop's run is stopped (``Loop/stop()``): `run()` returns, and ``exitStatus`` says how it went.
+/// 5. The loop's run is stopped (`Loop.stop()`): `run()` returns, and ``exitStatus`` says how it went.
 ///
 /// Threading: every member is safe from any thread; the exit handlers run on the loop's thread.
 public final class GracefulShutdown: Sendable {
-    /// The exit status when every ``LoopThread`` stopped before the deadline.
+    /// The exit status when every `LoopThread` stopped before the deadline.
     public static let cleanExitStatus: CInt = 0
-    /// The exit status when some ``LoopThread`` had not stopped by the deadline (`EX_SOFTWARE`).
+    /// The exit status when some `LoopThread` had not stopped by the deadline (`EX_SOFTWARE`).
     public static let drainTimedOutExitStatus: CInt = 70
 
     /// The loop the shutdown runs on, whose run it ends.
@@ -42,7 +42,7 @@ public final class GracefulShutdown: Sendable {
         case serving, stopping, finished
     }
 
-    /// Watches `signals` on `loop` (default: SIGTERM and SIGINT on ``Loop/main``) and stops the service when one
+    /// Watches `signals` on `loop` (default: SIGTERM and SIGINT on `Loop.main`) and stops the service when one
     /// arrives. Any thread.
     /// - Parameters:
     ///   - loop: The service's loop, whose `run()` the shutdown ends.

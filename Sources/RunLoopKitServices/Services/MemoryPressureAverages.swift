@@ -26,8 +26,8 @@ public struct MemoryPressureAverages: Sendable, Hashable {
 
     /// Reads the averages of `path`, by default the file a ``MemoryPressureSource`` would arm its trigger on
     /// (``MemoryPressureSource/defaultPath()``). Any thread.
-    /// - Throws: ``LoopError/Code/unsupported`` when there is no such file (no PSI);
-    ///   ``LoopError/Code/systemCallFailed`` when it cannot be read, or reads as something else than PSI's format.
+    /// - Throws: `LoopError.Code.unsupported` when there is no such file (no PSI);
+    ///   `LoopError.Code.systemCallFailed` when it cannot be read, or reads as something else than PSI's format.
     public static func read(from path: String? = nil) throws(LoopError) -> MemoryPressureAverages {
         let file: String
         if let path {

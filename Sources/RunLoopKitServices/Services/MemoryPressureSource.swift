@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Linux mechanism: pressure stall information (PSI, Linux 4.20+). The source opens the pressure file
 /// (`O_RDWR | O_NONBLOCK | O_CLOEXEC`), writes the trigger to it, and its loop watches the descriptor (a
-/// ``DescriptorBackedSource``) for ``DescriptorBackedSource/Events/priority`` (`EPOLLPRI`), which the kernel raises
+/// `DescriptorBackedSource`) for `DescriptorBackedSource.Events.priority` (`EPOLLPRI`), which the kernel raises
 /// when the trigger fires, at most once per window. The file is the process's cgroup's `memory.pressure` (cgroup
 /// v2) when it has one, so a service in a container or a systemd slice sees its own pressure, else the system's
 /// `/proc/pressure/memory` (see ``defaultPath()``); pass another path to watch another cgroup.
@@ -20,7 +20,7 @@ import Synchronization
 /// nothing can use it (at invalidation, or right after a handler call that is under way then), which disarms the
 /// trigger.
 ///
-/// Threading: `init`, ``LoopItem/invalidate()``, ``LoopItem/isValid`` and the loop's `add`/`remove`/`contains` are safe from any
+/// Threading: `init`, `LoopItem.invalidate()`, `LoopItem.isValid` and the loop's `add`/`remove`/`contains` are safe from any
 /// thread; the handler runs on the loop's thread with no RunLoopKit lock held and may invalidate its source. A
 /// source belongs to at most one loop, in any number of its modes; while in a loop, the loop keeps it alive.
 public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Sendable {  // Unchecked: as its base.
@@ -41,7 +41,7 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
 
     /// The pressure file a source uses when given none: the process's cgroup's `memory.pressure` (found through
     /// `/proc/self/cgroup` under the cgroup2 mount) when it exists, else `/proc/pressure/memory`. Any thread.
-    /// - Throws: ``LoopError/Code/unsupported`` when neither exists (a kernel without PSI, or booted with `psi=0`,
+    /// - Throws: `LoopError.Code.unsupported` when neither exists (a kernel without PSI, or booted with `psi=0`,
     ///   or a container that hides it).
     public static func defaultPath() throws(LoopError) -> String {
         guard let path = MemoryPressureFile.preferredPath() else {
@@ -60,11 +60,11 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     ///   - path: A pressure file: `/proc/pressure/memory` or a cgroup's `memory.pressure`. Default: ``defaultPath()``.
     ///   - order: Among descriptor-backed sources ready in the same pass, lower orders are handled first. Default 0.
     ///   - handler: Called on the loop's thread with the source and what happened.
-    /// - Throws: ``LoopError/Code/unsupported`` when the kernel has no PSI (no such file, or the write is refused
-    ///   with `EOPNOTSUPP`); ``LoopError/Code/permissionDenied`` when the file cannot be opened for writing, or the
+    /// - Throws: `LoopError.Code.unsupported` when the kernel has no PSI (no such file, or the write is refused
+    ///   with `EOPNOTSUPP`); `LoopError.Code.permissionDenied` when the file cannot be opened for writing, or the
     ///   kernel refuses the trigger's window because the process lacks `CAP_SYS_RESOURCE` (then the window must
-    ///   be a multiple of 2 s, see ``MemoryPressureTrigger``); ``LoopError/Code/invalidArgument`` when the kernel
-    ///   refuses the trigger otherwise; ``LoopError/Code/systemCallFailed`` (`EMFILE`, `ENOMEM`, ...).
+    ///   be a multiple of 2 s, see ``MemoryPressureTrigger``); `LoopError.Code.invalidArgument` when the kernel
+    ///   refuses the trigger otherwise; `LoopError.Code.systemCallFailed` (`EMFILE`, `ENOMEM`, ...).
     public init(
         trigger: MemoryPressureTrigger,
         path: String? = nil,

@@ -9,7 +9,7 @@ import RunLoopKitSystem
 /// threshold above zero and at most the window, a window from 500 ms to 10 s, both in whole microseconds. One more
 /// rule depends on the process: without `CAP_SYS_RESOURCE` the window must be a multiple of 2 s (Linux 6.4+; older
 /// kernels accept no trigger at all from such a process). That one is checked by the kernel when the source arms
-/// the trigger, and reported as ``LoopError/Code/permissionDenied``.
+/// the trigger, and reported as `LoopError.Code.permissionDenied`.
 ///
 /// A value type: any thread.
 public struct MemoryPressureTrigger: Sendable, Hashable, CustomStringConvertible {
@@ -36,7 +36,7 @@ public struct MemoryPressureTrigger: Sendable, Hashable, CustomStringConvertible
     public let window: Duration
 
     /// A trigger firing when `stall` time reaches `threshold` within `window`.
-    /// - Throws: ``LoopError/Code/invalidArgument`` for a threshold of zero or above the window, a window outside
+    /// - Throws: `LoopError.Code.invalidArgument` for a threshold of zero or above the window, a window outside
     ///   500 ms...10 s, or a duration that is not a whole number of microseconds.
     public init(_ stall: Stall, threshold: Duration, window: Duration) throws(LoopError) {
         let thresholdMicroseconds = try Self.microseconds(threshold, "threshold")
@@ -58,7 +58,7 @@ public struct MemoryPressureTrigger: Sendable, Hashable, CustomStringConvertible
 
     /// A trigger written as the kernel reads it, `"some 150000 2000000"` (microseconds), or with units,
     /// `"some 150ms 2s"` (`us`, `ms` or `s`; a number without a unit is microseconds).
-    /// - Throws: ``LoopError/Code/invalidArgument`` for text of another form, and what
+    /// - Throws: `LoopError.Code.invalidArgument` for text of another form, and what
     ///   ``init(_:threshold:window:)`` throws.
     public init(parsing text: String) throws(LoopError) {
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })

@@ -28,9 +28,9 @@ public struct SystemdNotifier: Sendable {
 
     /// Sends `assignments` (`"READY=1"`, `"STATUS=Serving 3 clients"`, …) as one message, one per line. Answers
     /// `false` and sends nothing when no service manager listens. Any thread.
-    /// - Throws: ``LoopError/Code/invalidArgument`` when `assignments` is empty, one of them is not `NAME=value` or
+    /// - Throws: `LoopError.Code.invalidArgument` when `assignments` is empty, one of them is not `NAME=value` or
     ///   holds a line break, or `NOTIFY_SOCKET` names neither a path nor an abstract socket (vsock addresses are not
-    ///   supported) or is too long for a Unix socket address; ``LoopError/Code/systemCallFailed`` when the socket
+    ///   supported) or is too long for a Unix socket address; `LoopError.Code.systemCallFailed` when the socket
     ///   cannot be made or the datagram cannot be sent (`ENOENT` or `ECONNREFUSED`: nothing listens there any more).
     @discardableResult
     public func notify(_ assignments: [String]) throws(LoopError) -> Bool {

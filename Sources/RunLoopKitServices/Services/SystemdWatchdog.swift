@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// The timer does not keep runs alive, and a stall does not pile keep-alives up afterwards (a repeating timer skips
 /// missed fire times). The keep-alives go on until ``stop()`` or the loop's thread exits, whether or not the
-/// returned object is kept. Use it on the loop whose health matters, typically ``Loop/main``.
+/// returned object is kept. Use it on the loop whose health matters, typically `Loop.main`.
 ///
 /// Threading: ``start(on:notifier:environment:)``, ``stop()``, ``keepAlivesSent`` and ``lastError`` are safe from any
 /// thread; the keep-alives are sent on the loop's thread.
@@ -31,8 +31,8 @@ public final class SystemdWatchdog: Sendable {
     /// set, is this process. Answers `nil` otherwise (no watchdog, or it watches another process). Sends the first
     /// keep-alive at once. `environment` defaults to the process's (pass a dictionary to aim at a stand-in socket, as
     /// tests do); `notifier` defaults to one made from the same environment. Any thread.
-    /// - Throws: ``LoopError/Code/invalidArgument`` when `WATCHDOG_USEC` is not a positive number of microseconds,
-    ///   ``LoopError/Code/loopTerminated`` when the loop's thread has exited, and what the first keep-alive threw
+    /// - Throws: `LoopError.Code.invalidArgument` when `WATCHDOG_USEC` is not a positive number of microseconds,
+    ///   `LoopError.Code.loopTerminated` when the loop's thread has exited, and what the first keep-alive threw
     ///   (see ``SystemdNotifier/notify(_:)``).
     public static func start(
         on loop: Loop = .current,

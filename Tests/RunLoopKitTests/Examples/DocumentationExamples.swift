@@ -67,6 +67,7 @@ enum DocumentationExamples {
         var pages = ["README.md"]
         pages += markdownFiles(in: "Docs", recursive: false)
         pages += markdownFiles(in: "Sources/RunLoopKit/RunLoopKit.docc", recursive: true)
+        pages += markdownFiles(in: "Sources/RunLoopKitServices/RunLoopKitServices.docc", recursive: true)
         return pages
     }
 

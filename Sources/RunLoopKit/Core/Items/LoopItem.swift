@@ -64,7 +64,7 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
     final var countsTowardKeepAlive = true
     /// Backs ``isCommon``.
     private let commonFlag = Atomic<Bool>(false)
-    /// Whether the item keeps runs of its modes going, as asked from any thread (``LoopSource/keepsRunAlive``).
+    /// Whether the item keeps runs of its modes going, as asked from any thread (``LoopEventItem/keepsRunAlive``).
     let keepsRunAliveRequested = Atomic<Bool>(true)
 
     /// The kinds of item; a ``DescriptorBackedSource`` of any subclass is a `descriptor`.

@@ -3,7 +3,7 @@ import Synchronization
 /// A custom source (CF's version 0 source): work that any thread can signal and the loop performs.
 ///
 /// Signals coalesce: however many ``signal()`` calls arrive before the loop gets to the source, its perform
-/// handler runs once. Among several signalled sources the loop performs lower ``order`` first, then earlier signals.
+/// handler runs once. Among several signalled sources the loop performs lower ``LoopItem/order`` first, then earlier signals.
 ///
 /// Threading: ``signal()``, ``LoopItem/invalidate()`` and ``LoopItem/isValid`` are safe from any thread. All three handlers run
 /// on the loop's thread. A source belongs to at most one loop (it may sit in several of that loop's modes).

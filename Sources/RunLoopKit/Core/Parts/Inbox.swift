@@ -49,7 +49,7 @@ struct QueuedJob {
     unowned(unsafe) let taskExecutor: LoopTaskExecutor?
 }
 
-/// A C function and the word it is called with: a block from ``Loop/perform(with:_:)``. Trivially copyable: it has
+/// A C function and the word it is called with: a block from ``Loop/perform(in:with:_:)``. Trivially copyable: it has
 /// no context to allocate or count.
 struct FunctionCall {
     let function: @convention(c) (Int) -> Void
@@ -65,7 +65,7 @@ enum BlockWork {
 
 /// A block waiting for a pass in one of its modes: a closure from ``Loop/perform(in:_:)-(Mode,_)``, or (then `work`
 /// is set and `closure` is an empty closure without context, never called) an actor's job or a function call from
-/// ``Loop/perform(with:_:)``.
+/// ``Loop/perform(in:with:_:)``.
 ///
 /// Not one enum of all three: copying a block costs a plain retain of the closure's context and a copy of plain
 /// words, without outlined switches over cases. The hot paths move blocks rather than copy them.

@@ -18,7 +18,7 @@ final class RateLimiter: @unchecked Sendable {  // Unchecked: each field's guard
     }
 
     let settings = Locked(Settings())
-    /// Whether the item is paused: what ``LoopSource/isRateLimited`` answers on any thread.
+    /// Whether the item is paused: what ``LoopEventItem/isRateLimited`` answers on any thread.
     let isLimited = Atomic<Bool>(false)
 
     /// The applied limit's interval in nanoseconds and burst. Loop thread only.
