@@ -85,11 +85,12 @@ import Testing
         #expect(examples.contains { $0.page == "README.md" })
         #expect(examples.contains { $0.page.hasPrefix("Docs/") })
         let typePages = [
-            "Loop", "LoopThread", "LoopSource", "FileDescriptorSource", "LoopTimer", "LoopObserver", "SignalSource",
-            "ChildExitSource",
+            ("RunLoopKit", "Loop"), ("RunLoopKit", "LoopThread"), ("RunLoopKit", "LoopSource"),
+            ("RunLoopKit", "FileDescriptorSource"), ("RunLoopKit", "LoopTimer"), ("RunLoopKit", "LoopObserver"),
+            ("RunLoopKitServices", "SignalSource"), ("RunLoopKitServices", "ChildExitSource"),
         ]
-        for type in typePages {
-            let page = "Sources/RunLoopKit/RunLoopKit.docc/Extensions/\(type).md"
+        for (module, type) in typePages {
+            let page = "Sources/\(module)/\(module).docc/Extensions/\(type).md"
             #expect(examples.contains { $0.page == page }, "\(page) shows no ```swift example")
         }
     }
