@@ -101,7 +101,7 @@ enum GLibLatency {
             do {
                 glib = try GLibFunctions.shared()
             } catch {
-                throw BenchmarkFailure("G: \(error.message)")
+                throw BenchmarkFailure("glib-latency: \(error.message)")
             }
             samples = Samples(count: count)
         }
@@ -189,7 +189,7 @@ enum GLibLatency {
 
         func run() throws -> [Metric] {
             let (wall, cpu) = try SampledRun.time(releasing: gate, until: samples.done, sender: &sender) {
-                "G: \(samples.received) of \(count) samples arrived within 300 s"
+                "glib-latency: \(samples.received) of \(count) samples arrived within 300 s"
             }
             let sorted = Array(samples.latency).sorted()
             let inside = Array(samples.inside).sorted()
@@ -263,6 +263,7 @@ private let quitMainLoop: RLKGSourceFunc = { data in
 
 /// G1–G3 share everything but the way the signal travels (``GLibLatency/Way``).
 class GLibLatencyBenchmark: Benchmark {
+    class var name: String { "glib-latency" }
     class var id: String { "G" }
     class var title: String { "signal → handler" }
     class var way: GLibLatency.Way { .alone }
@@ -287,20 +288,23 @@ class GLibLatencyBenchmark: Benchmark {
 
 /// G1: RunLoopKit alone.
 final class GLibLatencyAloneBenchmark: GLibLatencyBenchmark {
+    override class var name: String { "signal-latency" }
     override class var id: String { "G1" }
-    override class var title: String { "signal → handler, RunLoopKit alone" }
+    override class var title: String { "LoopSource.signal → handler, RunLoopKit alone" }
     override class var way: GLibLatency.Way { .alone }
 }
 
 /// G2: RunLoopKit attached to a GLib main loop.
 final class GLibLatencyEmbeddedBenchmark: GLibLatencyBenchmark {
+    override class var name: String { "signal-latency-in-glib" }
     override class var id: String { "G2" }
-    override class var title: String { "signal → handler, RunLoopKit inside GLib's main loop" }
+    override class var title: String { "LoopSource.signal → handler, the loop inside g_main_loop_run" }
     override class var way: GLibLatency.Way { .embedded }
 }
 
 /// G3: GLib's own cross-thread call.
 final class GLibLatencyInvokeBenchmark: GLibLatencyBenchmark {
+    override class var name: String { "glib-invoke-latency" }
     override class var id: String { "G3" }
     override class var title: String { "g_main_context_invoke → callback, GLib alone" }
     override class var way: GLibLatency.Way { .glibInvoke }
