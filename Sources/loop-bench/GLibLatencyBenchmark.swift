@@ -1,4 +1,3 @@
-import CRunLoopKitGLib
 import Glibc
 import RunLoopKit
 import RunLoopKitGLib
@@ -88,7 +87,7 @@ enum GLibLatency {
         private static let period: Int64 = 200_000
         let way: Way
         let count: Int
-        private let glib: GLibFunctions
+        private let glib: GLib
         private let samples: Samples
         private let gate = WaitCounter()
         private var target: BenchThread?
@@ -99,9 +98,9 @@ enum GLibLatency {
             self.way = way
             count = 20_000 / scale
             do {
-                glib = try GLibFunctions.shared()
+                glib = try GLib.shared()
             } catch {
-                throw BenchmarkFailure("glib-latency: \(error.message)")
+                throw BenchmarkFailure("glib-latency: \(error)")
             }
             samples = Samples(count: count)
         }
@@ -213,19 +212,19 @@ enum GLibLatency {
         }
 
         /// Makes `context` wait with ``timedPoll``, which notes in `samples` when each wait returns.
-        private static func timeWaits(of context: GLibPointer, _ samples: Samples, _ glib: GLibFunctions) {
+        private static func timeWaits(of context: GLibPointer, _ samples: Samples, _ glib: GLib) {
             _ = currentSamples.storeIfNil(samples)
             glib.mainContextSetPollFunc(context.raw, timedPoll)
         }
 
         /// A new context and a GLib main loop on it.
-        private static func newMainLoop(_ glib: GLibFunctions) -> (context: GLibPointer, mainLoop: GLibPointer) {
+        private static func newMainLoop(_ glib: GLib) -> (context: GLibPointer, mainLoop: GLibPointer) {
             let context = glib.mainContextNew()!
             return (GLibPointer(context), GLibPointer(glib.mainLoopNew(context, 0)!))
         }
 
         /// Quits `mainLoop` from inside its own run, so a quit cannot come before the run starts.
-        private static func quit(_ mainLoop: GLibPointer, of context: GLibPointer, _ glib: GLibFunctions) {
+        private static func quit(_ mainLoop: GLibPointer, of context: GLibPointer, _ glib: GLib) {
             glib.mainContextInvokeFull(context.raw, 0, quitMainLoop, mainLoop.raw, nil)
         }
     }
@@ -243,21 +242,21 @@ struct GLibPointer: @unchecked Sendable {
 private let currentSamples = AtomicLazyReference<GLibLatency.Samples>()
 
 /// G3's callback on the target's thread: sample `index + 1` (GLib's user data) arrived.
-private let takeInvoked: RLKGSourceFunc = { data in
+private let takeInvoked: GLib.SourceFunction = { data in
     currentSamples.load()!.take(Int(bitPattern: data) - 1)
     return 0
 }
 
 /// GLib's wait for G2 and G3: `poll(2)`, as GLib's own, noting when it returned.
-private let timedPoll: RLKGPollFunc = { records, count, timeout in
-    let ready = records!.withMemoryRebound(to: pollfd.self, capacity: Int(count)) { poll($0, nfds_t(count), timeout) }
+private let timedPoll: GLib.PollFunction = { records, count, timeout in
+    let ready = poll(records, nfds_t(count), timeout)
     currentSamples.load()?.wokeAt = Clock.monotonic()
     return ready
 }
 
 /// Quits the GLib main loop given as user data.
-private let quitMainLoop: RLKGSourceFunc = { data in
-    try? GLibFunctions.shared().mainLoopQuit(data)
+private let quitMainLoop: GLib.SourceFunction = { data in
+    try? GLib.shared().mainLoopQuit(data)
     return 0
 }
 

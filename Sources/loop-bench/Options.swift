@@ -1,5 +1,3 @@
-import RunLoopKitGLib
-
 /// The command line: `loop-bench [WORKLOAD|all]... [--runs N] [--quick] [--in-process]`, where a workload is given by
 /// its name (`ping-pong`) or by its id (`W1`), in any case (``usage`` lists them).
 struct Options {
@@ -16,7 +14,7 @@ struct Options {
 
     /// Every workload, in id order: the GLib ones (G1–G3) only where GLib can be loaded.
     static var allWorkloads: [any Benchmark.Type] {
-        let glibAvailable = (try? GLibFunctions.shared()) != nil
+        let glibAvailable = (try? GLib.shared()) != nil
         return everyWorkload.filter { glibAvailable || !($0 is GLibLatencyBenchmark.Type) }
     }
 
