@@ -7,6 +7,9 @@ let faultInjection = SwiftSetting.define("RUNLOOPKIT_FAULT_INJECTION", .when(con
 
 let package = Package(
     name: "RunLoopKit",
+    // Libraries only, as SwiftNIO declares: loop-demo, loop-bench and loop-soak are this repository's own tools, not
+    // something a dependent uses. SwiftPM still makes a product of each executable target of the root package, so
+    // `swift run loop-demo` and `swift build --product loop-bench` work here as before.
     products: [
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
         // Opt-in: Linux services (signals, child exits, file changes, memory pressure, systemd, graceful shutdown).
@@ -15,9 +18,6 @@ let package = Package(
         .library(name: "RunLoopKitAsyncMain", targets: ["RunLoopKitAsyncMain"]),
         // Opt-in: the GLib bridge, both ways (GLib is loaded at run time: building needs no GLib; see its docs).
         .library(name: "RunLoopKitGLib", targets: ["RunLoopKitGLib"]),
-        .executable(name: "loop-demo", targets: ["loop-demo"]),
-        .executable(name: "loop-bench", targets: ["loop-bench"]),
-        .executable(name: "loop-soak", targets: ["loop-soak"]),
     ],
     targets: [
         // What Swift's Glibc module leaves out (the epoll, eventfd, timerfd and pidfd calls), libdispatch's main-queue
@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "SplitMix64", swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "loop-bench",
-            dependencies: ["RunLoopKit", "RunLoopKitGLib", "CRunLoopKitGLib", "SplitMix64"],
+            dependencies: ["RunLoopKit", "RunLoopKitGLib", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Every kind of item, cross-thread traffic and LoopThread churn for a set time under CPU load, with

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Counts heap allocations per loop pass: runs loop-bench's pass-cost workload (P) under valgrind twice, with N and
+# Counts heap allocations per loop pass: runs loop-bench's pass-cost workload (id P) under valgrind twice, with N and
 # 2N passes, and divides the difference in valgrind's "total heap usage" allocation count by the extra passes.
 # Set-up, warm-up and tear-down are the same in both runs, so they cancel out; what is left is the steady state.
-# P runs with --in-process: valgrind counts this process only, and loop-bench would otherwise run P in a child.
+# pass-cost runs with --in-process: valgrind counts this process only, and loop-bench would otherwise run it in a
+# child.
 #
 # Usage: scripts/alloc-check.sh [path/to/loop-bench]   (default: builds it in release mode first)
 # Environment: ALLOC_CHECK_PASSES (N, default 5000). Exits 1 when a pass allocates (more than 1 per 100 passes).
@@ -18,12 +19,12 @@ command -v valgrind >/dev/null || { echo "alloc-check: valgrind is not installed
 
 passes="${ALLOC_CHECK_PASSES:-5000}"
 
-# allocations PASSES: the allocation count of one P run with PASSES passes (each of its two measurements).
+# allocations PASSES: the allocation count of one pass-cost run with PASSES passes (each of its measurements).
 allocations() {
     local output
-    output=$(LOOP_BENCH_PASSES="$1" valgrind --tool=memcheck --leak-check=no "$binary" P --runs 1 --in-process 2>&1) || {
+    output=$(LOOP_BENCH_PASSES="$1" valgrind --tool=memcheck --leak-check=no "$binary" pass-cost --runs 1 --in-process 2>&1) || {
         echo "$output" >&2
-        echo "alloc-check: loop-bench P failed under valgrind" >&2
+        echo "alloc-check: loop-bench pass-cost failed under valgrind" >&2
         exit 1
     }
     local count
@@ -37,7 +38,7 @@ allocations() {
 
 small=$(allocations "$passes")
 large=$(allocations $((passes * 2)))
-# P measures three times (plain, crowded, monitored by a StallMonitor), so the larger run has 3 × passes extra.
+# pass-cost measures three times (plain, crowded, monitored by a StallMonitor): the larger run has 3 × passes extra.
 extra_passes=$((passes * 3))
 extra_allocations=$((large - small))
 echo "alloc-check: ${small} allocations with ${passes} passes per measurement, ${large} with $((passes * 2));" \

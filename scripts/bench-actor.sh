@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Workloads A (actor hop) and T (task executor hop, 16-task actor fan-in) against SwiftNIO: builds loop-bench and the
+# loop-bench's actor-hop (A) and task-executor-hop (T, with a 16-task actor fan-in) against SwiftNIO: builds it and the
 # peer scripts/peers/nio-actor-bench in release mode, then runs fresh processes alternating ours and NIO's (RUNS each,
 # default 3), and prints the median of each figure (ns per round trip, or calls per second) and the ratios.
 #
@@ -25,8 +25,9 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for ((run = 1; run <= runs; run++)); do
     echo "bench-actor: run $run/$runs: RunLoopKit" >&2
-    "${pin[@]}" "$ours" A T --runs 1 "${quick[@]}" 2>/dev/null | grep -E '^[AT](@cpu0)? [a-z0-9_]+ ' \
-        | sed -E 's/^A(@cpu0)? //; s/^T(@cpu0)? /T_/' >>"$results"
+    "${pin[@]}" "$ours" actor-hop task-executor-hop --runs 1 "${quick[@]}" 2>/dev/null \
+        | grep -E '^(actor-hop|task-executor-hop)(@cpu[0-9]+)? [a-z0-9_]+ ' \
+        | sed -E 's/^actor-hop(@cpu[0-9]+)? //; s/^task-executor-hop(@cpu[0-9]+)? /T_/' >>"$results"
     echo "bench-actor: run $run/$runs: NIO" >&2
     "${pin[@]}" "$theirs" "${quick[@]}" | sed -E 's/^A-nio //' >>"$results"
 done

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds loop-bench in release mode and runs every workload of Docs/Benchmarks.md (W1–W5, ours, and the scaling
-# tables S1–S3), each run in a fresh process, then W1 again pinned to one CPU (W1@cpu0; the children inherit it). Usage: scripts/bench.sh [output-file] [loop-bench options, e.g. --runs 5 or --quick]
+# tables S1–S3), each run in a fresh process, then ping-pong (W1) again pinned to one CPU (ping-pong@cpu0, the shared
+# benchmarks.md's W1@cpu0; the children inherit it). Usage: scripts/bench.sh [output-file] [loop-bench options, e.g.
+# --runs 5 or --quick]
 # Without an output file (or with "-") the results go to stdout. Progress goes to stderr.
 set -euo pipefail
 
@@ -21,7 +23,7 @@ run() {
     "$binary" all "$@"
     echo
     # W1@cpu0: both loop threads share CPU 0; the program is unchanged and labels itself from its affinity.
-    taskset -c 0 "$binary" W1 "$@"
+    taskset -c 0 "$binary" ping-pong "$@"
 }
 
 if [[ "$output" == "-" ]]; then

@@ -125,27 +125,40 @@ built=$(date +%s)
 # ---- run ----
 
 workloads=(W1 W1@cpu0 W2 W3 W4 W5)
+our_workloads="(ping-pong|fan-in|timer-firing|timer-churn|wake-latency)(-loop-thread|-callback|-c-function|-rearm)?"
+
+# loop-bench's name for a workload of the shared benchmarks.md (loop-bench takes the id as well; its output names).
+bench_name() { # W1..W5
+    case "$1" in
+    W1) echo ping-pong ;;
+    W2) echo fan-in ;;
+    W3) echo timer-firing ;;
+    W4) echo timer-churn ;;
+    W5) echo wake-latency ;;
+    esac
+}
 
 # The command line of one cell, or nothing when the peer does not differ from another one there (n/a).
 command_for() { # peer, workload
     local peer=$1 workload=${2%@cpu0}
-    local pin=()
+    local pin=() ours
     [[ "$2" == *@cpu0 ]] && pin=(taskset -c 0)
+    ours=$(bench_name "$workload")
     case "$peer" in
     limit | libuv) echo "${pin[*]} $c_out/$peer $workload ${quick[*]}" ;;
     nio) echo "${pin[*]} scripts/peers/nio-bench/.build-release/release/nio-bench $workload ${quick[*]}" ;;
     nio-cb) [[ "$workload" == W3 || "$workload" == W4 ]] &&
         echo "${pin[*]} scripts/peers/nio-bench/.build-release/release/nio-bench --callbacks $workload ${quick[*]}" ;;
     foundation) echo "${pin[*]} scripts/peers/foundation-bench/.build-release/release/foundation-bench $workload ${quick[*]}" ;;
-    runloopkit) echo "${pin[*]} .build-bench/release/loop-bench $workload --runs 1 ${quick[*]}" ;;
+    runloopkit) echo "${pin[*]} .build-bench/release/loop-bench $ours --runs 1 ${quick[*]}" ;;
     runloopkit-lt) [[ "$workload" == W1 || "$workload" == W2 ]] &&
-        echo "${pin[*]} .build-bench/release/loop-bench ${workload}t --runs 1 ${quick[*]}" ;;
+        echo "${pin[*]} .build-bench/release/loop-bench $ours-loop-thread --runs 1 ${quick[*]}" ;;
     runloopkit-cb) [[ "$workload" == W3 || "$workload" == W4 ]] &&
-        echo "${pin[*]} .build-bench/release/loop-bench ${workload}c --runs 1 ${quick[*]}" ;;
+        echo "${pin[*]} .build-bench/release/loop-bench $ours-callback --runs 1 ${quick[*]}" ;;
     runloopkit-fn) [[ "$workload" == W2 || "$workload" == W3 || "$workload" == W4 ]] &&
-        echo "${pin[*]} .build-bench/release/loop-bench ${workload}f --runs 1 ${quick[*]}" ;;
+        echo "${pin[*]} .build-bench/release/loop-bench $ours-c-function --runs 1 ${quick[*]}" ;;
     runloopkit-re) [[ "$workload" == W3 || "$workload" == W4 ]] &&
-        echo "${pin[*]} .build-bench/release/loop-bench ${workload}r --runs 1 ${quick[*]}" ;;
+        echo "${pin[*]} .build-bench/release/loop-bench $ours-rearm --runs 1 ${quick[*]}" ;;
     esac
 }
 
@@ -161,7 +174,8 @@ for workload in "${workloads[@]}"; do
             log "$workload round $round/$runs: $peer"
             # shellcheck disable=SC2086
             if timeout 600 $cmd >"$work/out" 2>"$work/err"; then
-                grep -E '^W[0-9](t|c|f|r|tf)?(@cpu[0-9]+)? [a-z0-9_]+ -?[0-9.]+$' "$work/out" |
+                # A peer's lines start with the shared id (W3), loop-bench's with its name (timer-firing-callback).
+                grep -E "^(W[0-9]|$our_workloads)(@cpu[0-9]+)? [a-z0-9_]+ -?[0-9.]+\$" "$work/out" |
                     awk -v w="$workload" -v p="$peer" '{ print w, p, $2, $3 }' >>"$results"
             else
                 log "$workload $peer FAILED (round $round): $(tail -n 3 "$work/err" "$work/out" | tr '\n' ' ')"

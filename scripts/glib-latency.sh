@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Side by side, signal -> handler latency on an idle thread: RunLoopKit alone (loop-bench G1), RunLoopKit attached to
-# a GLib main loop (G2), and GLib's own cross-thread call, g_main_context_invoke (G3). The three alternate, round after
-# round, each run in a fresh process; the table gives, per workload, the median over the rounds of each run's p50 and
-# p99 (20,000 samples a run), end to end and from the return of the target's wait (epoll_wait or GLib's poll) to the
-# handler, and the ratios the GLib bridge is held to: G2/G1 (target <= 1.3) and G2/G3 (<= 1).
+# Side by side, signal -> handler latency on an idle thread: RunLoopKit alone (loop-bench signal-latency, G1),
+# RunLoopKit attached to a GLib main loop (signal-latency-in-glib, G2), and GLib's own cross-thread call,
+# g_main_context_invoke (glib-invoke-latency, G3). The three alternate, round after round, each run in a fresh
+# process; the table gives, per workload, the median over the rounds of each run's p50 and p99 (20,000 samples a
+# run), end to end and from the return of the target's wait (epoll_wait or GLib's poll) to the handler, and the
+# ratios the GLib bridge is held to: G2/G1 (target <= 1.3) and G2/G3 (<= 1).
 #
 #   scripts/glib-latency.sh [ROUNDS] [--quick] [--pin CPU]
 #
@@ -47,8 +48,9 @@ binary="$scratch/release/loop-bench"
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
+workloads=(signal-latency signal-latency-in-glib glib-invoke-latency)
 for round in $(seq 1 "$rounds"); do
-    for workload in G1 G2 G3; do
+    for workload in "${workloads[@]}"; do
         echo "glib-latency: round $round/$rounds, $workload" >&2
         "${pin[@]}" "$binary" "$workload" --runs 1 "${quick[@]}" 2>/dev/null \
             | grep -E "^$workload$label (p50_us|p99_us|in_p50_us|in_p99_us|cpu_pct|behind) " | sed "s/^$workload$label /$workload /" >>"$results"
@@ -64,19 +66,20 @@ median() {
 echo "# signal -> handler latency, medians of $rounds alternating rounds, each a fresh process${label:+, pinned to ${label#@}}"
 echo "# machine: $(uname -srm), $(nproc) CPUs; load average before the last round: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-printf '%-44s %9s %9s %10s %10s %7s %7s\n' "workload" "p50 µs" "p99 µs" "in p50 µs" "in p99 µs" "cpu %" \
+printf '%-48s %9s %9s %10s %10s %7s %7s\n' "workload" "p50 µs" "p99 µs" "in p50 µs" "in p99 µs" "cpu %" \
     "behind"
-for workload in G1 G2 G3; do
+for workload in "${workloads[@]}"; do
     case "$workload" in
-        G1) name="G1 RunLoopKit alone (LoopSource.signal)" ;;
-        G2) name="G2 RunLoopKit inside g_main_loop_run" ;;
-        G3) name="G3 GLib alone, g_main_context_invoke" ;;
+        signal-latency) name="signal-latency (G1), RunLoopKit alone" ;;
+        signal-latency-in-glib) name="signal-latency-in-glib (G2), in g_main_loop_run" ;;
+        glib-invoke-latency) name="glib-invoke-latency (G3), g_main_context_invoke" ;;
     esac
-    printf '%-44s %9s %9s %10s %10s %7s %7s\n' "$name" "$(median "$workload" p50_us)" "$(median "$workload" p99_us)" \
+    printf '%-48s %9s %9s %10s %10s %7s %7s\n' "$name" "$(median "$workload" p50_us)" "$(median "$workload" p99_us)" \
         "$(median "$workload" in_p50_us)" "$(median "$workload" in_p99_us)" "$(median "$workload" cpu_pct)" \
         "$(median "$workload" behind)"
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-echo "G2/G1: p50 $(ratio "$(median G2 p50_us)" "$(median G1 p50_us)"), p99 $(ratio "$(median G2 p99_us)" "$(median G1 p99_us)")"
-echo "G2/G3: p50 $(ratio "$(median G2 p50_us)" "$(median G3 p50_us)"), p99 $(ratio "$(median G2 p99_us)" "$(median G3 p99_us)")"
-echo "in the target, G2 - G1: p50 $(awk -v a="$(median G2 in_p50_us)" -v b="$(median G1 in_p50_us)" 'BEGIN { printf "%+.2f", a - b }') µs"
+g1=signal-latency g2=signal-latency-in-glib g3=glib-invoke-latency
+echo "G2/G1: p50 $(ratio "$(median $g2 p50_us)" "$(median $g1 p50_us)"), p99 $(ratio "$(median $g2 p99_us)" "$(median $g1 p99_us)")"
+echo "G2/G3: p50 $(ratio "$(median $g2 p50_us)" "$(median $g3 p50_us)"), p99 $(ratio "$(median $g2 p99_us)" "$(median $g3 p99_us)")"
+echo "in the target, G2 - G1: p50 $(awk -v a="$(median $g2 in_p50_us)" -v b="$(median $g1 in_p50_us)" 'BEGIN { printf "%+.2f", a - b }') µs"

@@ -3,10 +3,12 @@
 # same binary and inputs, whatever else the machine is doing, so it is the measure of a change to a hot path on a
 # shared VM (wall-clock figures come from scripts/compare-peers.sh).
 #
-# Usage: scripts/instructions.sh [path/to/loop-bench] WORKLOAD...   e.g. scripts/instructions.sh W1 W4 W4c P
-#   Each workload runs once, --quick, in-process; prints "WORKLOAD instructions".
-#   Workloads between threads (W1, W2, W5) depend on how often a loop sleeps, which valgrind's scheduling decides and
-#   a rebuild can change (W1 moved 17% between two builds of the same pass code): compare them per pass, or use P.
+# Usage: scripts/instructions.sh [path/to/loop-bench] WORKLOAD...
+#   e.g. scripts/instructions.sh ping-pong timer-churn timer-churn-callback pass-cost   (ids work too: W1 W4 W4c P)
+#   Each workload runs once, --quick, in-process; prints "WORKLOAD instructions", the workload as given.
+#   Workloads between threads (ping-pong, fan-in, wake-latency: W1, W2, W5) depend on how often a loop sleeps, which
+#   valgrind's scheduling decides and a rebuild can change (W1 moved 17% between two builds of the same pass code):
+#   compare them per pass, or use pass-cost.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 binary=.build/release/loop-bench

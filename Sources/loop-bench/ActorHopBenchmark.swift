@@ -18,8 +18,9 @@ import RunLoopKit
 /// sizes (`--quick` and not), the difference in allocations over the extra calls is that variant's heap
 /// allocations per round trip (scripts/alloc-check.sh does the same for passes).
 final class ActorHopBenchmark: Benchmark {
+    static let name = "actor-hop"
     static let id = "A"
-    static let title = "actor hop"
+    static let title = "an actor on a loop vs Loop.perform and the default executor"
 
     private let calls: Int
     private var threadA: LoopThread?
@@ -44,14 +45,14 @@ final class ActorHopBenchmark: Benchmark {
         if let only { return try Self.runOnly(only, calls: calls, warmUp: warmUp, loopA: loopA, loopB: loopB) }
 
         let loopActor = try Self.timeLoopActor(calls: calls, warmUp: warmUp, loop: loopB)
-        let perform = try awaitDetached(Self.id) { () async -> Int64 in
+        let perform = try awaitDetached(Self.name) { () async -> Int64 in
             let counter = ConfinedCounter()
             for _ in 0..<warmUp { _ = await counter.bump(on: loopB) }
             let begin = Clock.monotonic()
             for _ in 0..<calls { _ = await counter.bump(on: loopB) }
             return Clock.monotonic() - begin
         }
-        let defaultActor = try awaitDetached(Self.id) { () async -> Int64 in
+        let defaultActor = try awaitDetached(Self.name) { () async -> Int64 in
             let counter = DefaultCounter()
             for _ in 0..<warmUp { _ = await counter.bump() }
             let begin = Clock.monotonic()
@@ -96,7 +97,8 @@ final class ActorHopBenchmark: Benchmark {
         case "loop_to_loop": elapsed = try timeLoopToLoop(calls: calls, warmUp: warmUp, loopA: loopA, loopB: loopB)
         case "w1_perform": elapsed = try timeW1(calls: calls, warmUp: warmUp, loopA: loopA, loopB: loopB)
         default:
-            throw BenchmarkFailure("A: LOOP_BENCH_A_ONLY must be loop_actor, loop_to_loop or w1_perform, not \(name)")
+            throw BenchmarkFailure(
+                "actor-hop: LOOP_BENCH_A_ONLY must be loop_actor, loop_to_loop or w1_perform, not \(name)")
         }
         return [Metric(name, unit: "ns/rt", key: "\(name)_ns", value: Double(elapsed) / Double(calls), decimals: 0)]
     }
@@ -123,8 +125,8 @@ final class ActorHopBenchmark: Benchmark {
 
     /// `w1_perform`: W1's perform ping-pong between `loopA` and `loopB`; answers the elapsed nanoseconds.
     private static func timeW1(calls: Int, warmUp: Int, loopA: Loop, loopB: Loop) throws -> Int64 {
-        _ = try Rally.play(a: loopA, b: loopB, roundTrips: warmUp, label: "A")
-        return try Rally.play(a: loopA, b: loopB, roundTrips: calls, label: "A")
+        _ = try Rally.play(a: loopA, b: loopB, roundTrips: warmUp, label: Self.name)
+        return try Rally.play(a: loopA, b: loopB, roundTrips: calls, label: Self.name)
     }
 
 }

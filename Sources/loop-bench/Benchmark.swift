@@ -7,9 +7,13 @@
 ///
 /// Threading: the runner calls all three methods on the main thread, in order.
 protocol Benchmark: AnyObject {
-    /// The workload id of Docs/Benchmarks.md, e.g. `W1`.
+    /// The workload's name, which says what it measures, e.g. `ping-pong`: what the command line takes and the
+    /// output prints (lower-case words joined by hyphens).
+    static var name: String { get }
+    /// The workload's short id in Docs/Benchmarks.md and the shared benchmarks.md, e.g. `W1`: the command line
+    /// takes it too, and the table prints it after the name.
     static var id: String { get }
-    /// A few words saying what the workload is.
+    /// A few words saying what the workload does (for `--help` and the progress lines).
     static var title: String { get }
 
     /// Creates the instance for one run; `scale` divides the workload's sizes (10 for `--quick`).

@@ -1,8 +1,8 @@
 import Glibc
 
 /// One repetition of a workload in a fresh process, as the peers are run: the runner re-executes its own binary
-/// (`/proc/self/exe`) with the hidden `--one-run ID` flag, reads the child's results from its stdout and waits for
-/// it. The child inherits the CPU affinity (so `taskset -c 0` still gives `W1@cpu0`), the environment (e.g.
+/// (`/proc/self/exe`) with the hidden `--one-run NAME` flag, reads the child's results from its stdout and waits for
+/// it. The child inherits the CPU affinity (so `taskset -c 0` still gives `ping-pong@cpu0`), the environment (e.g.
 /// `LOOP_BENCH_PASSES`) and stderr (its progress lines).
 ///
 /// The child writes one line per result (``OneRun``); everything else on its stdout is ignored. A child that exits
@@ -10,13 +10,14 @@ import Glibc
 ///
 /// Threading: main thread only (it blocks until the child has exited).
 enum ChildRun {
-    /// Runs workload `id` once in a new process, with `--quick` if `quick`; answers its metrics and phase times in ms.
+    /// Runs the workload named `workload` once in a new process, with `--quick` if `quick`; answers its metrics and
+    /// phase times in ms.
     ///
     /// - Throws: ``BenchmarkFailure`` with the child's own failure message, or saying how it ended.
     static func run(
-        id: String, quick: Bool
+        workload: String, quick: Bool
     ) throws -> (metrics: [Metric], phases: (setUp: Double, run: Double, tearDown: Double)) {
-        let arguments = [CommandLine.arguments[0], OneRun.flag, id] + (quick ? ["--quick"] : [])
+        let arguments = [CommandLine.arguments[0], OneRun.flag, workload] + (quick ? ["--quick"] : [])
         let (pid, output) = try spawn(arguments: arguments)
         let text = readAll(output)
         close(output)
@@ -26,10 +27,12 @@ enum ChildRun {
         if let failure = parsed.failure { throw BenchmarkFailure(failure) }
         let signal = status & 0x7f
         let exitCode = (status >> 8) & 0xff
-        guard signal == 0 else { throw BenchmarkFailure("\(id): the child process died of signal \(signal)") }
-        guard exitCode == 0 else { throw BenchmarkFailure("\(id): the child process exited with status \(exitCode)") }
+        guard signal == 0 else { throw BenchmarkFailure("\(workload): the child process died of signal \(signal)") }
+        guard exitCode == 0 else {
+            throw BenchmarkFailure("\(workload): the child process exited with status \(exitCode)")
+        }
         guard let phases = parsed.phases, !parsed.metrics.isEmpty else {
-            throw BenchmarkFailure("\(id): the child process reported no results")
+            throw BenchmarkFailure("\(workload): the child process reported no results")
         }
         return (parsed.metrics, phases)
     }

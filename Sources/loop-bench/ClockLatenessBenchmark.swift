@@ -9,8 +9,9 @@ import RunLoopKit
 /// - `loop_global`: the loop's clock from a task on the global executor (the resumption hops back to it);
 /// - `continuous`: `Task.sleep(for:)` on `ContinuousClock`, the runtime's own timer, from the global executor.
 final class ClockLatenessBenchmark: Benchmark {
+    static let name = "clock-sleep-lateness"
     static let id = "C"
-    static let title = "clock lateness"
+    static let title = "Task.sleep on loop.clock vs ContinuousClock"
 
     private let sleeps: Int
     private var thread: LoopThread?
@@ -26,16 +27,16 @@ final class ClockLatenessBenchmark: Benchmark {
     func run() throws -> [Metric] {
         let loop = thread!.loop
         let sleeps = self.sleeps
-        let onLoop = try awaitDetached(Self.id, preferring: loop.taskExecutor) {
+        let onLoop = try awaitDetached(Self.name, preferring: loop.taskExecutor) {
             try await Self.lateness(sleeps, tolerance: nil, clock: loop.clock)
         }
-        let tolerant = try awaitDetached(Self.id, preferring: loop.taskExecutor) {
+        let tolerant = try awaitDetached(Self.name, preferring: loop.taskExecutor) {
             try await Self.lateness(sleeps, tolerance: .microseconds(500), clock: loop.clock)
         }
-        let fromGlobal = try awaitDetached(Self.id, preferring: nil) {
+        let fromGlobal = try awaitDetached(Self.name, preferring: nil) {
             try await Self.lateness(sleeps, tolerance: nil, clock: loop.clock)
         }
-        let continuous = try awaitDetached(Self.id, preferring: nil) {
+        let continuous = try awaitDetached(Self.name, preferring: nil) {
             try await Self.lateness(sleeps, tolerance: nil, clock: ContinuousClock())
         }
         var metrics: [Metric] = []

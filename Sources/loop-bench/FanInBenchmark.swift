@@ -10,8 +10,9 @@ import Synchronization
 /// `Loop.perform` on a plain loop thread. `W2f` and `W2tf` post allocation-free function calls instead of closures
 /// (`perform(with:_:)`: a C function and one word, here the producer and sequence number packed), as the C peers do.
 class FanInBenchmark: Benchmark {
+    class var name: String { "fan-in" }
     class var id: String { "W2" }
-    class var title: String { "fan-in" }
+    class var title: String { "closures from 2 threads to one loop, Loop.perform" }
     /// Whether the consumer is a `LoopThread` fed through its `perform` (W2t, W2tf).
     class var viaLoopThread: Bool { false }
     /// Whether producers post `perform(with:_:)` function calls instead of closures (W2f, W2tf).
@@ -71,7 +72,7 @@ class FanInBenchmark: Benchmark {
         ready.wait(for: Self.producerCount)
         gate.increment()
         guard tally.done.wait() else {
-            throw BenchmarkFailure("\(Self.id): only \(tally.received) of \(tally.total) closures ran within 300 s")
+            throw BenchmarkFailure("\(Self.name): only \(tally.received) of \(tally.total) closures ran within 300 s")
         }
         for producer in producers { producer.join() }
         producers = []
@@ -80,7 +81,7 @@ class FanInBenchmark: Benchmark {
         (consumer?.loop ?? consumerThread!.loop).perform { drained.increment() }
         drained.wait()
         guard tally.received == tally.total else {
-            throw BenchmarkFailure("\(Self.id): the consumer ran \(tally.received) closures, expected \(tally.total)")
+            throw BenchmarkFailure("\(Self.name): the consumer ran \(tally.received) closures, expected \(tally.total)")
         }
         let elapsed = Double(tally.end - tally.released.load(ordering: .relaxed))
         return [
@@ -101,22 +102,25 @@ class FanInBenchmark: Benchmark {
 
 /// W2t: W2 through `LoopThread.perform`.
 final class FanInViaLoopThreadBenchmark: FanInBenchmark {
+    override class var name: String { "fan-in-loop-thread" }
     override class var id: String { "W2t" }
-    override class var title: String { "fan-in via LoopThread.perform" }
+    override class var title: String { "closures from 2 threads to one LoopThread, LoopThread.perform" }
     override class var viaLoopThread: Bool { true }
 }
 
 /// W2f: W2 with allocation-free function calls (`Loop.perform(with:_:)`).
 final class FanInFunctionCallBenchmark: FanInBenchmark {
+    override class var name: String { "fan-in-c-function" }
     override class var id: String { "W2f" }
-    override class var title: String { "fan-in, function calls" }
+    override class var title: String { "allocation-free calls from 2 threads to one loop, perform(with:_:)" }
     override class var postsFunctionCalls: Bool { true }
 }
 
 /// W2tf: W2t with allocation-free function calls (`LoopThread.perform(with:_:)`).
 final class FanInFunctionCallViaLoopThreadBenchmark: FanInBenchmark {
+    override class var name: String { "fan-in-loop-thread-c-function" }
     override class var id: String { "W2tf" }
-    override class var title: String { "fan-in via LoopThread, function calls" }
+    override class var title: String { "allocation-free calls from 2 threads to one LoopThread" }
     override class var viaLoopThread: Bool { true }
     override class var postsFunctionCalls: Bool { true }
 }

@@ -9,8 +9,9 @@ import RunLoopKit
 /// descriptors the second group added, divided by 1,000, are the descriptors per loop. After both groups exit,
 /// the descriptor count must be back where it started (each loop closes its descriptors when its thread exits).
 final class FootprintBenchmark: Benchmark {
+    static let name = "idle-loop-footprint"
     static let id = "F"
-    static let title = "footprint per idle loop"
+    static let title = "descriptors and resident bytes per idle loop"
 
     private let threadCount: Int
 
@@ -33,7 +34,8 @@ final class FootprintBenchmark: Benchmark {
         plain.release()
         let descriptorsAfter = Self.openDescriptorCount()
         guard descriptorsAfter == descriptorsBefore else {
-            throw BenchmarkFailure("F: \(descriptorsAfter - descriptorsBefore) descriptors left open after exit")
+            throw BenchmarkFailure(
+                "idle-loop-footprint: \(descriptorsAfter - descriptorsBefore) descriptors left open after exit")
         }
         let perThread = Double(rssPlain - rssBefore) * 1024 / Double(threadCount)
         let perLoop = Double((rssLoops - rssPlain) - (rssPlain - rssBefore)) * 1024 / Double(threadCount)

@@ -1,4 +1,3 @@
-import CRunLoopKitGLib
 import Glibc
 import RunLoopKit
 import RunLoopKitGLib
@@ -88,7 +87,7 @@ enum GLibLatency {
         private static let period: Int64 = 200_000
         let way: Way
         let count: Int
-        private let glib: GLibFunctions
+        private let glib: GLib
         private let samples: Samples
         private let gate = WaitCounter()
         private var target: BenchThread?
@@ -99,9 +98,9 @@ enum GLibLatency {
             self.way = way
             count = 20_000 / scale
             do {
-                glib = try GLibFunctions.shared()
+                glib = try GLib.shared()
             } catch {
-                throw BenchmarkFailure("G: \(error.message)")
+                throw BenchmarkFailure("glib-latency: \(error)")
             }
             samples = Samples(count: count)
         }
@@ -189,7 +188,7 @@ enum GLibLatency {
 
         func run() throws -> [Metric] {
             let (wall, cpu) = try SampledRun.time(releasing: gate, until: samples.done, sender: &sender) {
-                "G: \(samples.received) of \(count) samples arrived within 300 s"
+                "glib-latency: \(samples.received) of \(count) samples arrived within 300 s"
             }
             let sorted = Array(samples.latency).sorted()
             let inside = Array(samples.inside).sorted()
@@ -213,19 +212,19 @@ enum GLibLatency {
         }
 
         /// Makes `context` wait with ``timedPoll``, which notes in `samples` when each wait returns.
-        private static func timeWaits(of context: GLibPointer, _ samples: Samples, _ glib: GLibFunctions) {
+        private static func timeWaits(of context: GLibPointer, _ samples: Samples, _ glib: GLib) {
             _ = currentSamples.storeIfNil(samples)
             glib.mainContextSetPollFunc(context.raw, timedPoll)
         }
 
         /// A new context and a GLib main loop on it.
-        private static func newMainLoop(_ glib: GLibFunctions) -> (context: GLibPointer, mainLoop: GLibPointer) {
+        private static func newMainLoop(_ glib: GLib) -> (context: GLibPointer, mainLoop: GLibPointer) {
             let context = glib.mainContextNew()!
             return (GLibPointer(context), GLibPointer(glib.mainLoopNew(context, 0)!))
         }
 
         /// Quits `mainLoop` from inside its own run, so a quit cannot come before the run starts.
-        private static func quit(_ mainLoop: GLibPointer, of context: GLibPointer, _ glib: GLibFunctions) {
+        private static func quit(_ mainLoop: GLibPointer, of context: GLibPointer, _ glib: GLib) {
             glib.mainContextInvokeFull(context.raw, 0, quitMainLoop, mainLoop.raw, nil)
         }
     }
@@ -243,26 +242,27 @@ struct GLibPointer: @unchecked Sendable {
 private let currentSamples = AtomicLazyReference<GLibLatency.Samples>()
 
 /// G3's callback on the target's thread: sample `index + 1` (GLib's user data) arrived.
-private let takeInvoked: RLKGSourceFunc = { data in
+private let takeInvoked: GLib.SourceFunction = { data in
     currentSamples.load()!.take(Int(bitPattern: data) - 1)
     return 0
 }
 
 /// GLib's wait for G2 and G3: `poll(2)`, as GLib's own, noting when it returned.
-private let timedPoll: RLKGPollFunc = { records, count, timeout in
-    let ready = records!.withMemoryRebound(to: pollfd.self, capacity: Int(count)) { poll($0, nfds_t(count), timeout) }
+private let timedPoll: GLib.PollFunction = { records, count, timeout in
+    let ready = poll(records, nfds_t(count), timeout)
     currentSamples.load()?.wokeAt = Clock.monotonic()
     return ready
 }
 
 /// Quits the GLib main loop given as user data.
-private let quitMainLoop: RLKGSourceFunc = { data in
-    try? GLibFunctions.shared().mainLoopQuit(data)
+private let quitMainLoop: GLib.SourceFunction = { data in
+    try? GLib.shared().mainLoopQuit(data)
     return 0
 }
 
 /// G1–G3 share everything but the way the signal travels (``GLibLatency/Way``).
 class GLibLatencyBenchmark: Benchmark {
+    class var name: String { "glib-latency" }
     class var id: String { "G" }
     class var title: String { "signal → handler" }
     class var way: GLibLatency.Way { .alone }
@@ -287,20 +287,23 @@ class GLibLatencyBenchmark: Benchmark {
 
 /// G1: RunLoopKit alone.
 final class GLibLatencyAloneBenchmark: GLibLatencyBenchmark {
+    override class var name: String { "signal-latency" }
     override class var id: String { "G1" }
-    override class var title: String { "signal → handler, RunLoopKit alone" }
+    override class var title: String { "LoopSource.signal → handler, RunLoopKit alone" }
     override class var way: GLibLatency.Way { .alone }
 }
 
 /// G2: RunLoopKit attached to a GLib main loop.
 final class GLibLatencyEmbeddedBenchmark: GLibLatencyBenchmark {
+    override class var name: String { "signal-latency-in-glib" }
     override class var id: String { "G2" }
-    override class var title: String { "signal → handler, RunLoopKit inside GLib's main loop" }
+    override class var title: String { "LoopSource.signal → handler, the loop inside g_main_loop_run" }
     override class var way: GLibLatency.Way { .embedded }
 }
 
 /// G3: GLib's own cross-thread call.
 final class GLibLatencyInvokeBenchmark: GLibLatencyBenchmark {
+    override class var name: String { "glib-invoke-latency" }
     override class var id: String { "G3" }
     override class var title: String { "g_main_context_invoke → callback, GLib alone" }
     override class var way: GLibLatency.Way { .glibInvoke }

@@ -8,6 +8,7 @@ import Synchronization
 ///
 /// Runs on the main thread (the runner's), which is the only thread that can run `Loop.main`.
 final class MainActorBenchmark: Benchmark {
+    static let name = "main-actor-round-trip"
     static let id = "M"
     static let title = "@MainActor round trip on Loop.main"
 
@@ -33,7 +34,8 @@ final class MainActorBenchmark: Benchmark {
         let result = Loop.main.run(in: .default, for: .seconds(300))
         let (begin, end, calls) = times.withLock { $0 }
         guard result == .stopped, calls == roundTrips else {
-            throw BenchmarkFailure("M: the run answered \(result) after \(calls) of \(roundTrips) calls on the loop")
+            throw BenchmarkFailure(
+                "main-actor-round-trip: the run answered \(result) after \(calls) of \(roundTrips) calls on the loop")
         }
         let elapsed = Double(end - begin)
         return [

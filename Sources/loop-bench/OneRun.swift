@@ -1,6 +1,6 @@
 import Glibc
 
-/// The child side of ``ChildRun``: `loop-bench --one-run ID [--quick]` runs workload ID once and writes its results
+/// The child side of ``ChildRun``: `loop-bench --one-run NAME [--quick]` runs workload NAME once and writes its results
 /// on stdout as tab-separated lines, which the parent reads back.
 ///
 /// - `@metric <name> <unit> <key> <value> <decimals> <mustBeZero 0|1>`, one per metric, in the workload's order;

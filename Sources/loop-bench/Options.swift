@@ -1,7 +1,5 @@
-import RunLoopKitGLib
-
-/// The command line: `loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W3f|W3r|W4|W4c|W4f|W4r|W5|F|P|M|A|T|C|S1|S2|S2c|S3|G1|G2|G3|all] [--runs N] [--quick]
-/// [--in-process]`.
+/// The command line: `loop-bench [WORKLOAD|all]... [--runs N] [--quick] [--in-process]`, where a workload is given by
+/// its name (`ping-pong`) or by its id (`W1`), in any case (``usage`` lists them).
 struct Options {
     /// The workloads to run, in order.
     var workloads: [any Benchmark.Type] = Options.allWorkloads
@@ -11,12 +9,12 @@ struct Options {
     var quick = false
     /// Runs every repetition in this process instead of a fresh one (for valgrind and callgrind).
     var inProcess = false
-    /// Set by the hidden `--one-run ID`: this process is a child run of that one workload (``OneRun``).
+    /// Set by the hidden `--one-run NAME`: this process is a child run of that one workload (``OneRun``).
     var oneRun: (any Benchmark.Type)?
 
     /// Every workload, in id order: the GLib ones (G1–G3) only where GLib can be loaded.
     static var allWorkloads: [any Benchmark.Type] {
-        let glibAvailable = (try? GLibFunctions.shared()) != nil
+        let glibAvailable = (try? GLib.shared()) != nil
         return everyWorkload.filter { glibAvailable || !($0 is GLibLatencyBenchmark.Type) }
     }
 
@@ -54,28 +52,27 @@ struct Options {
         ]
     }
 
-    static let usage = """
-        usage: loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W3f|W3r|W4|W4c|W4f|W4r|W5|F|P|M|A|T|C|S1|S2|S2c|S3|G1|G2|G3|all]... [--runs N] [--quick] [--in-process]
-          W1 ping-pong, W2 fan-in (W1t, W2t: through LoopThread.perform;
-          W2f, W2tf: allocation-free perform(with:) calls), W3 timers, W4 churn (W3c, W4c: with
-          one-shot callbacks, Loop.schedule(at:); W3f, W4f: allocation-free schedule(at:with:) calls;
-          W3r, W4r: LoopTimers made before the clock and re-armed with setNextFireTime), W5 wake latency
-          (Docs/Benchmarks.md),
-          F footprint per idle loop (descriptors, resident bytes), P pass cost (1 vs 10,000 idle items),
-          M @MainActor round trip on Loop.main,
-          A actor hop (an actor on a loop vs Loop.perform and the default executor),
-          T task executor hop (withTaskExecutorPreference vs LoopThread.run, an actor, no hop; 16-task fan-in),
-          C clock lateness (Task.sleep on loop.clock, with and without tolerance, vs ContinuousClock),
-          S1 pass cost vs 1/100/10,000 registered sources, S2 timer churn vs 1k/10k/100k/1M live timers
-          (S2c: one-shot callbacks), S3 wake cost vs 1/10/100/1,000 loops;
-          G1/G2/G3 signal → handler: RunLoopKit alone, inside GLib's main loop, GLib's g_main_context_invoke
-          (they need GLib's runtime library, and all leaves them out without it; scripts/glib-latency.sh
-          alternates them);
-          default: all
-          --runs N       runs per workload, median reported (default 3)
-          --quick        sizes divided by 10, for smoke runs
-          --in-process   every run in this process (default: each run in a fresh process; for valgrind)
-        """
+    /// The `--help` text: the options, and every workload by name with its id and what it does.
+    static var usage: String {
+        func column(_ text: String, _ width: Int) -> String {
+            text + String(repeating: " ", count: max(1, width - text.count))
+        }
+        let workloads = everyWorkload.map { "    " + column($0.name, 31) + column($0.id, 6) + $0.title }
+        return """
+            usage: loop-bench [WORKLOAD|all]... [--runs N] [--quick] [--in-process]
+              Runs each workload (default: all) --runs times, each run in a fresh process, and prints a table and then
+              one "NAME key median" line per metric. A workload is given by its name or by its id (Docs/Benchmarks.md,
+              where W1-W5 are the shared benchmarks.md's); names and ids may be given in any case.
+            workloads (name, id, what it does):
+            \(workloads.joined(separator: "\n"))
+              signal-latency, signal-latency-in-glib and glib-invoke-latency need GLib's runtime library, and all
+              leaves them out without it; scripts/glib-latency.sh alternates them.
+            options:
+              --runs N       runs per workload, median reported (default 3)
+              --quick        sizes divided by 10, for smoke runs
+              --in-process   every run in this process (default: each run in a fresh process; for valgrind)
+            """
+    }
 
     /// Parses `arguments` (without the program name).
     ///
@@ -90,8 +87,8 @@ struct Options {
             case "--in-process":
                 inProcess = true
             case OneRun.flag:
-                guard let id = remaining.popFirst(), let workload = Self.workload(named: id) else {
-                    throw BenchmarkFailure("\(OneRun.flag) needs a workload id\n\(Self.usage)")
+                guard let name = remaining.popFirst(), let workload = Self.workload(named: name) else {
+                    throw BenchmarkFailure("\(OneRun.flag) needs a workload's name\n\(Self.usage)")
                 }
                 oneRun = workload
             case "--runs":
@@ -113,8 +110,9 @@ struct Options {
         if !chosen.isEmpty { workloads = chosen }
     }
 
-    /// The workload whose id is `name`, ignoring case.
-    private static func workload(named name: String) -> (any Benchmark.Type)? {
-        everyWorkload.first { $0.id.lowercased() == name.lowercased() }
+    /// The workload whose name or id is `argument`, ignoring case: `ping-pong`, `W1` and `w1` are one workload.
+    private static func workload(named argument: String) -> (any Benchmark.Type)? {
+        let wanted = argument.lowercased()
+        return everyWorkload.first { $0.name == wanted || $0.id.lowercased() == wanted }
     }
 }

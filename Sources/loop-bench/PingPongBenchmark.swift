@@ -8,8 +8,9 @@ import RunLoopKit
 /// `W1t` is the same with A and B `LoopThread`s posted to with `LoopThread.perform`, the documented keep-alive
 /// worker.
 class PingPongBenchmark: Benchmark {
+    class var name: String { "ping-pong" }
     class var id: String { "W1" }
-    class var title: String { "ping-pong" }
+    class var title: String { "round trips between two loops, Loop.perform" }
     /// Whether A and B are `LoopThread`s fed through `LoopThread.perform` (W1t).
     class var viaLoopThread: Bool { false }
 
@@ -40,7 +41,7 @@ class PingPongBenchmark: Benchmark {
             } else {
                 (.loop(hostA!.loop), .loop(hostB!.loop))
             }
-        let elapsed = Double(try Rally.play(a: a, b: b, roundTrips: roundTrips, label: Self.id))
+        let elapsed = Double(try Rally.play(a: a, b: b, roundTrips: roundTrips, label: Self.name))
         return [
             Metric(
                 "throughput", unit: "rt/s", key: "throughput_rt_s",
@@ -59,7 +60,8 @@ class PingPongBenchmark: Benchmark {
 
 /// W1t: W1 between two `LoopThread`s, through `LoopThread.perform`.
 final class PingPongViaLoopThreadBenchmark: PingPongBenchmark {
+    override class var name: String { "ping-pong-loop-thread" }
     override class var id: String { "W1t" }
-    override class var title: String { "ping-pong via LoopThread.perform" }
+    override class var title: String { "round trips between two LoopThreads, LoopThread.perform" }
     override class var viaLoopThread: Bool { true }
 }

@@ -1,9 +1,10 @@
 import Glibc
 
-/// Prints the results: a readable table on stdout as workloads finish, then one `ID key value` line per metric
-/// (e.g. `W3 schedule_ns 123.4`) for scripts. Progress goes to stderr.
+/// Prints the results: a readable table on stdout as workloads finish, each workload's name with its id after it,
+/// then one `NAME key value` line per metric (e.g. `timer-firing schedule_ns 123.4`) for scripts. Progress goes to
+/// stderr.
 enum Report {
-    private static let columns = (workload: 9, metric: 17, unit: 6, value: 12)
+    private static let columns = (workload: 38, metric: 17, unit: 6, value: 12)
 
     /// Prints the header: what ran, where, how.
     static func header(options: Options, labelSuffix: String) {
@@ -18,7 +19,7 @@ enum Report {
                 + (options.quick ? ", --quick: sizes / 10" : ""))
         print(
             "# kernel \(kernel) \(machine), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs online, "
-                + "affinity \(Affinity.description)\(labelSuffix.isEmpty ? "" : " (ids get \(labelSuffix))")")
+                + "affinity \(Affinity.description)\(labelSuffix.isEmpty ? "" : " (names get \(labelSuffix))")")
         print("")
         let runTitles = (1...options.runs).map { pad("run \($0)", columns.value) }.joined()
         print(
@@ -32,7 +33,8 @@ enum Report {
             let values = outcome.runs.map { $0[index].value }
             let cells = values.map { pad(format($0, decimals: metric.decimals, grouped: true), columns.value) }
             let median = Percentile.median(values)
-            let name = pad(outcome.label, columns.workload) + pad(metric.name, columns.metric)
+            let workload = "\(outcome.label) (\(outcome.idLabel))"
+            let name = pad(workload, columns.workload) + pad(metric.name, columns.metric)
             print(
                 name + pad(metric.unit, columns.unit) + cells.joined()
                     + pad(format(median, decimals: metric.decimals, grouped: true), columns.value))
@@ -43,7 +45,8 @@ enum Report {
                 + "run \(format(phases.run, decimals: 1)), tearDown \(format(phases.tearDown, decimals: 1))")
     }
 
-    /// Prints the machine-readable lines of every outcome: `ID key median`.
+    /// Prints the machine-readable lines of every outcome: `NAME key median`, the name alone (no id), so that each
+    /// line has three fields.
     static func machineLines(_ outcomes: [Runner.Outcome]) {
         print("")
         for outcome in outcomes {

@@ -5,8 +5,11 @@
 struct Runner {
     /// What one workload gave over all its runs.
     struct Outcome {
-        /// The id as printed, e.g. `W1` or `W1@cpu0`.
+        /// The workload's name as printed, e.g. `ping-pong` or `ping-pong@cpu0` (the machine-readable lines'
+        /// first field).
         let label: String
+        /// The workload's id with the same suffix, e.g. `W1` or `W1@cpu0`, which the table prints after the name.
+        let idLabel: String
         /// One array of metrics per run, same order in each.
         let runs: [[Metric]]
         /// Median setUp, run and tearDown times in milliseconds.
@@ -27,7 +30,7 @@ struct Runner {
     let scale: Int
     /// Whether the runs share this process instead of each getting a fresh one.
     let inProcess: Bool
-    /// Appended to each id when the process is pinned to one CPU (`taskset -c 0` gives `@cpu0`).
+    /// Appended to each name (and id) when the process is pinned to one CPU (`taskset -c 0` gives `@cpu0`).
     let labelSuffix: String
 
     /// Runs `workload`; answers its outcome, or throws the first failure.
@@ -36,13 +39,15 @@ struct Runner {
         var setUpTimes: [Double] = []
         var runTimes: [Double] = []
         var tearDownTimes: [Double] = []
-        let label = workload.id + labelSuffix
+        let label = workload.name + labelSuffix
+        let idLabel = workload.id + labelSuffix
         for index in 1...runs {
-            Report.progress("\(label) \(workload.title): run \(index)/\(runs)\(inProcess ? " (in process)" : "")")
+            Report.progress(
+                "\(label) (\(idLabel)), \(workload.title): run \(index)/\(runs)\(inProcess ? " (in process)" : "")")
             let (metrics, phases) =
                 inProcess
                 ? try Self.runOnce(workload, scale: scale)
-                : try ChildRun.run(id: workload.id, quick: scale != 1)
+                : try ChildRun.run(workload: workload.name, quick: scale != 1)
             results.append(metrics)
             setUpTimes.append(phases.setUp)
             runTimes.append(phases.run)
@@ -50,6 +55,7 @@ struct Runner {
         }
         return Outcome(
             label: label,
+            idLabel: idLabel,
             runs: results,
             phases: (Percentile.median(setUpTimes), Percentile.median(runTimes), Percentile.median(tearDownTimes))
         )

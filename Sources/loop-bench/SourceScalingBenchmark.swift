@@ -9,8 +9,9 @@ import RunLoopKit
 /// which stays near 1 when a pass costs what is signalled, not what is registered. 200,000 passes per count
 /// (`--quick`: 20,000), after 1,000 untimed warm-up passes.
 final class SourceScalingBenchmark: Benchmark {
+    static let name = "pass-cost-vs-sources"
     static let id = "S1"
-    static let title = "pass cost vs registered sources"
+    static let title = "pass cost with 1, 100, 10,000 registered sources"
 
     /// The registered source counts, and the names their figures get.
     private static let counts: [(count: Int, name: String)] = [(1, "1"), (100, "100"), (10_000, "10k")]
@@ -67,7 +68,9 @@ private final class SignalledPasses: @unchecked Sendable {
     static func measure(passes: Int, registered: Int) throws -> Double {
         let measurement = SignalledPasses(passes: passes, registered: registered)
         let thread = BenchThread { measurement.drive() }
-        guard measurement.done.wait() else { throw BenchmarkFailure("S1: the passes did not finish within 300 s") }
+        guard measurement.done.wait() else {
+            throw BenchmarkFailure("pass-cost-vs-sources: the passes did not finish within 300 s")
+        }
         thread.join()
         if let failure = measurement.failure { throw failure }
         return Double(measurement.end - measurement.start) / Double(passes)
@@ -101,11 +104,12 @@ private final class SignalledPasses: @unchecked Sendable {
             let result = loop.run(in: .default, for: .seconds(300))
             end = Clock.monotonic()
             guard result == .stopped, performed == passes else {
-                failure = BenchmarkFailure("S1: the run returned \(result) after \(performed) of \(passes) passes")
+                failure = BenchmarkFailure(
+                    "pass-cost-vs-sources: the run returned \(result) after \(performed) of \(passes) passes")
                 return
             }
         } catch {
-            failure = BenchmarkFailure("S1: adding the sources failed: \(error)")
+            failure = BenchmarkFailure("pass-cost-vs-sources: adding the sources failed: \(error)")
         }
     }
 }

@@ -15,8 +15,9 @@ import RunLoopKit
 ///   and the share of the fan-in it was awake (its `Loop.Metrics`): how well it batches. `LOOP_BENCH_T_FANIN_ONLY=1` runs
 ///   the loop actor's fan-in alone (for strace and perf).
 final class TaskExecutorHopBenchmark: Benchmark {
+    static let name = "task-executor-hop"
     static let id = "T"
-    static let title = "task executor hop"
+    static let title = "withTaskExecutorPreference vs LoopThread.run; 16-task fan-in"
 
     private let calls: Int
     private var thread: LoopThread?
@@ -36,7 +37,7 @@ final class TaskExecutorHopBenchmark: Benchmark {
         let warmUp = max(calls / 10, 100)
         let perTask = calls / 10
         if getenv("LOOP_BENCH_T_FANIN_ONLY") != nil {  // For strace and perf: the fan-in alone.
-            let elapsed = try awaitDetached(Self.id) {
+            let elapsed = try awaitDetached(Self.name) {
                 await Self.fanIn(HopTarget(loop: loop), tasks: 16, callsEach: perTask)
             }
             return [
@@ -47,39 +48,39 @@ final class TaskExecutorHopBenchmark: Benchmark {
         }
 
         let onLoop = loop.taskExecutor
-        let preferred = try awaitDetached(Self.id) {
+        let preferred = try awaitDetached(Self.name) {
             for _ in 0..<warmUp { _ = await withTaskExecutorPreference(onLoop) { await work(1) } }
             let begin = Clock.monotonic()
             for index in 0..<calls { _ = await withTaskExecutorPreference(onLoop) { await work(index) } }
             return Clock.monotonic() - begin
         }
-        let threadRun = try awaitDetached(Self.id) {
+        let threadRun = try awaitDetached(Self.name) {
             for _ in 0..<warmUp { _ = try? await thread.run { workSynchronously(1) } }
             let begin = Clock.monotonic()
             for index in 0..<calls { _ = try? await thread.run { workSynchronously(index) } }
             return Clock.monotonic() - begin
         }
-        let loopActor = try awaitDetached(Self.id) {
+        let loopActor = try awaitDetached(Self.name) {
             let actor = HopTarget(loop: loop)
             for _ in 0..<warmUp { _ = await actor.work(1) }
             let begin = Clock.monotonic()
             for index in 0..<calls { _ = await actor.work(index) }
             return Clock.monotonic() - begin
         }
-        let global = try awaitDetached(Self.id) {
+        let global = try awaitDetached(Self.name) {
             for _ in 0..<warmUp { _ = await work(1) }
             let begin = Clock.monotonic()
             for index in 0..<calls { _ = await work(index) }
             return Clock.monotonic() - begin
         }
         let before = loop.metrics
-        let fanInLoop = try awaitDetached(Self.id) {
+        let fanInLoop = try awaitDetached(Self.name) {
             await Self.fanIn(HopTarget(loop: loop), tasks: 16, callsEach: perTask)
         }
         let after = loop.metrics
         let jobsPerPass =
             Double(after.handled.jobsRun - before.handled.jobsRun) / Double(max(after.passes - before.passes, 1))
-        let fanInDefault = try awaitDetached(Self.id) {
+        let fanInDefault = try awaitDetached(Self.name) {
             await Self.fanIn(DefaultHopTarget(), tasks: 16, callsEach: perTask)
         }
 

@@ -15,8 +15,9 @@ import Synchronization
 /// per slot of the window, as libuv's peer keeps 10,000 `uv_timer_t`s: timer i's slot is re-armed for i's deadline
 /// (`setNextFireTime(_:)`, which takes it out of the heap and puts it back), the first 10,000 added.
 class TimerChurnBenchmark: Benchmark {
+    class var name: String { "timer-churn" }
     class var id: String { "W4" }
-    class var title: String { "churn" }
+    class var title: String { "schedule and cancel LoopTimers, 10,000 live at a time" }
     /// How the timers are scheduled.
     class var form: TimerForm { .timer }
 
@@ -49,10 +50,10 @@ class TimerChurnBenchmark: Benchmark {
             case .function: churn.churnFunctionCalls()
             }
         }
-        guard churn.done.wait() else { throw BenchmarkFailure("W4: the churn did not finish within 300 s") }
+        guard churn.done.wait() else { throw BenchmarkFailure("timer-churn: the churn did not finish within 300 s") }
         if let failure = churn.failure { throw failure }
         let fired = unexpectedTimerFires.load(ordering: .relaxed)
-        guard fired == 0 else { throw BenchmarkFailure("\(Self.id): \(fired) timers fired") }
+        guard fired == 0 else { throw BenchmarkFailure("\(Self.name): \(fired) timers fired") }
         return [
             Metric(
                 "pair", unit: "ns", key: "pair_ns",
@@ -67,22 +68,25 @@ class TimerChurnBenchmark: Benchmark {
 
 /// W4c: W4 with one-shot callbacks (`Loop.schedule(at:)` and `Loop.cancel(_:)`) instead of `LoopTimer` objects.
 final class CallbackChurnBenchmark: TimerChurnBenchmark {
+    override class var name: String { "timer-churn-callback" }
     override class var id: String { "W4c" }
-    override class var title: String { "churn with one-shot callbacks" }
+    override class var title: String { "timer-churn with one-shot callbacks, Loop.schedule(at:)" }
     override class var form: TimerForm { .closure }
 }
 
 /// W4f: W4 with allocation-free one-shot callbacks (`Loop.schedule(at:with:_:)` and `Loop.cancel(_:)`).
 final class FunctionCallbackChurnBenchmark: TimerChurnBenchmark {
+    override class var name: String { "timer-churn-c-function" }
     override class var id: String { "W4f" }
-    override class var title: String { "churn with one-shot function calls" }
+    override class var title: String { "timer-churn with allocation-free callbacks, schedule(at:with:_:)" }
     override class var form: TimerForm { .function }
 }
 
 /// W4r: W4 with a window of 10,000 `LoopTimer`s made before the clock and re-armed (`setNextFireTime(_:)`).
 final class ReusedTimerChurnBenchmark: TimerChurnBenchmark {
+    override class var name: String { "timer-churn-rearm" }
     override class var id: String { "W4r" }
-    override class var title: String { "churn with timers made before the clock" }
+    override class var title: String { "timer-churn re-arming LoopTimers made before the clock" }
     override class var form: TimerForm { .reusedTimer }
 }
 
@@ -118,7 +122,7 @@ private final class Churn: @unchecked Sendable {
                 live[slot] = timer
             }
         } catch {
-            failure = BenchmarkFailure("W4: scheduling failed: \(error)")
+            failure = BenchmarkFailure("timer-churn: scheduling failed: \(error)")
         }
         for timer in live { timer?.invalidate() }
         end = Clock.monotonic()
@@ -135,7 +139,7 @@ private final class Churn: @unchecked Sendable {
                 try LoopTimer(at: .now + .seconds(3_600), handler: countUnexpectedFire)
             }
         } catch {
-            failure = BenchmarkFailure("W4r: making the timers failed: \(error)")
+            failure = BenchmarkFailure("timer-churn-rearm: making the timers failed: \(error)")
             return
         }
         start = Clock.monotonic()
@@ -146,7 +150,7 @@ private final class Churn: @unchecked Sendable {
                 if index < window { try loop.add(timer) }
             }
         } catch {
-            failure = BenchmarkFailure("W4r: scheduling failed: \(error)")
+            failure = BenchmarkFailure("timer-churn-rearm: scheduling failed: \(error)")
         }
         for timer in timers { timer.invalidate() }
         end = Clock.monotonic()
@@ -155,7 +159,7 @@ private final class Churn: @unchecked Sendable {
     /// On the loop's thread: the timed loop, with callbacks. The callback captures nothing, as a user's need not:
     /// none may fire, and one that does is counted in `unexpectedTimerFires`.
     func churnCallbacks() {
-        churnScheduledCallbacks(workload: "W4c") { loop, deadline, _ throws(LoopError) in
+        churnScheduledCallbacks(workload: "timer-churn-callback") { loop, deadline, _ throws(LoopError) in
             try loop.schedule(at: deadline) { unexpectedTimerFires.add(1, ordering: .relaxed) }
         }
     }
@@ -163,7 +167,7 @@ private final class Churn: @unchecked Sendable {
     /// On the loop's thread: the timed loop, with allocation-free callbacks (a C function and a word; none may
     /// fire, and one that does is counted in `unexpectedTimerFires`).
     func churnFunctionCalls() {
-        churnScheduledCallbacks(workload: "W4f") { loop, deadline, index throws(LoopError) in
+        churnScheduledCallbacks(workload: "timer-churn-c-function") { loop, deadline, index throws(LoopError) in
             try loop.schedule(at: deadline, with: index) { _ in unexpectedTimerFires.add(1, ordering: .relaxed) }
         }
     }

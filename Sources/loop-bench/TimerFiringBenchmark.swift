@@ -15,8 +15,9 @@ import SplitMix64
 /// with `LoopTimer`s made before the clock starts, as libuv's peer sets up its `uv_timer_t`s: the timed loop sets
 /// each one's fire time (`setNextFireTime(_:)`) and adds it.
 class TimerFiringBenchmark: Benchmark {
+    class var name: String { "timer-firing" }
     class var id: String { "W3" }
-    class var title: String { "timers" }
+    class var title: String { "schedule 100,000 LoopTimers, then how late each fires" }
     /// How the timers are scheduled.
     class var form: TimerForm { .timer }
 
@@ -42,7 +43,7 @@ class TimerFiringBenchmark: Benchmark {
         defer { Schedule.current = nil }
         host!.loop.perform { schedule.scheduleAll() }
         guard schedule.done.wait(timeout: .seconds(120)) else {
-            throw BenchmarkFailure("W3: \(schedule.fired) of \(count) timers fired within 120 s")
+            throw BenchmarkFailure("timer-firing: \(schedule.fired) of \(count) timers fired within 120 s")
         }
         if let failure = schedule.failure { throw failure }
 
@@ -82,24 +83,27 @@ class TimerFiringBenchmark: Benchmark {
 
 /// W3c: W3 with one-shot callbacks (`Loop.schedule(at:)`) instead of `LoopTimer` objects.
 final class CallbackFiringBenchmark: TimerFiringBenchmark {
+    override class var name: String { "timer-firing-callback" }
     override class var id: String { "W3c" }
-    override class var title: String { "timers as one-shot callbacks" }
+    override class var title: String { "timer-firing with one-shot callbacks, Loop.schedule(at:)" }
     override class var form: TimerForm { .closure }
 }
 
 /// W3f: W3 with allocation-free one-shot callbacks (`Loop.schedule(at:with:_:)`): a C function called with the
 /// timer's index, so scheduling allocates no closure context.
 final class FunctionCallbackFiringBenchmark: TimerFiringBenchmark {
+    override class var name: String { "timer-firing-c-function" }
     override class var id: String { "W3f" }
-    override class var title: String { "timers as one-shot function calls" }
+    override class var title: String { "timer-firing with allocation-free callbacks, schedule(at:with:_:)" }
     override class var form: TimerForm { .function }
 }
 
 /// W3r: W3 with `LoopTimer`s made before the clock starts (their handlers too), each given its fire time and added
 /// in the timed loop: what a timer costs that the program keeps and re-arms, as libuv's handles are kept.
 final class ReusedTimerFiringBenchmark: TimerFiringBenchmark {
+    override class var name: String { "timer-firing-rearm" }
     override class var id: String { "W3r" }
-    override class var title: String { "timers made before the clock" }
+    override class var title: String { "timer-firing with LoopTimers made before the clock, re-armed" }
     override class var form: TimerForm { .reusedTimer }
 }
 
@@ -179,7 +183,7 @@ private final class Schedule: @unchecked Sendable {
                 }
             }
         } catch {
-            failure = BenchmarkFailure("W3: scheduling failed: \(error)")
+            failure = BenchmarkFailure("timer-firing: scheduling failed: \(error)")
             done.increment()
         }
         scheduled = Clock.monotonic()
@@ -192,7 +196,7 @@ private final class Schedule: @unchecked Sendable {
                 try LoopTimer(at: .now + .seconds(3_600)) { [self] _ in fire(index) }
             }
         } catch {
-            failure = BenchmarkFailure("W3r: making the timers failed: \(error)")
+            failure = BenchmarkFailure("timer-firing-rearm: making the timers failed: \(error)")
             return []
         }
     }

@@ -16,8 +16,9 @@ import RunLoopKit
 /// the CPU the sender was on just before its stamp, a placement diagnostic; `behind`, the sends that found their
 /// deadline already past.
 final class WakeLatencyBenchmark: Benchmark {
+    static let name = "wake-latency"
     static let id = "W5"
-    static let title = "wake latency"
+    static let title = "post to an idle loop every 200 µs, latency to the closure"
 
     private static let period: Int64 = 200_000
     private let count: Int
@@ -63,7 +64,7 @@ final class WakeLatencyBenchmark: Benchmark {
     func run() throws -> [Metric] {
         let samples = samples!
         let (wall, cpu) = try SampledRun.time(releasing: gate, until: samples.done, sender: &sender) {
-            "W5: \(samples.received) of \(count) samples arrived within 300 s"
+            "wake-latency: \(samples.received) of \(count) samples arrived within 300 s"
         }
         let sorted = Array(samples.latency).sorted()
         return Metric.latencyFigures(sorted: sorted, cpuNanoseconds: cpu, wallNanoseconds: wall) + [

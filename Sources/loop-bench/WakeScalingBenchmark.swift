@@ -9,8 +9,9 @@ import RunLoopKit
 /// starts on the driver; it stops when the token is back on the driver after the last lap. Metrics: ns per wake
 /// (`wake_1` … `wake_1000`, elapsed ÷ hops) and `wake_1000/wake_1`.
 final class WakeScalingBenchmark: Benchmark {
+    static let name = "wake-cost-vs-loops"
     static let id = "S3"
-    static let title = "wake cost vs loop count"
+    static let title = "wake cost across 1, 10, 100, 1,000 loops"
 
     private static let loopCounts = [1, 10, 100, 1_000]
     private let hops: Int
@@ -29,7 +30,9 @@ final class WakeScalingBenchmark: Benchmark {
             let laps = max(1, hops / (count + 1))
             let ring = Ring(loops: hosts.map(\.loop), laps: laps)
             ring.start()
-            guard ring.done.wait() else { throw BenchmarkFailure("S3: the token did not come back within 300 s") }
+            guard ring.done.wait() else {
+                throw BenchmarkFailure("wake-cost-vs-loops: the token did not come back within 300 s")
+            }
             perWake.append(Double(ring.end - ring.begin) / Double(laps * (count + 1)))
         }
         var metrics = zip(Self.loopCounts, perWake).map { count, value in

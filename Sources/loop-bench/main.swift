@@ -1,8 +1,9 @@
 import Glibc
 
-// loop-bench [W1|W1t|W2|W2t|W2f|W2tf|W3|W3c|W3f|W3r|W4|W4c|W4f|W4r|W5|F|P|M|A|T|C|S1|S2|S2c|S3|G1|G2|G3|all] [--runs N] [--quick] [--in-process]: runs the
-// workloads of Docs/Benchmarks.md, each run in a fresh process (this binary again, with the hidden --one-run flag),
-// and prints a table plus one machine-readable line per metric. Exits 1 if a workload fails its own checks.
+// loop-bench [WORKLOAD|all]... [--runs N] [--quick] [--in-process]: runs the workloads of Docs/Benchmarks.md, each
+// given by its name (ping-pong) or its id (W1), each run in a fresh process (this binary again, with the hidden
+// --one-run flag), and prints a table plus one machine-readable line per metric, `NAME key median`. Exits 1 if a
+// workload fails its own checks; `loop-bench --help` lists the workloads.
 
 let options: Options
 do {
@@ -33,7 +34,7 @@ for workload in options.workloads {
         }
         fflush(nil)
     } catch {
-        print("\(workload.id + labelSuffix) FAILED: \(error)")
+        print("\(workload.name + labelSuffix) FAILED: \(error)")
         failed = true
     }
 }
