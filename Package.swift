@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "SplitMix64", swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "loop-bench",
-            dependencies: ["RunLoopKit", "RunLoopKitGLib", "SplitMix64"],
+            dependencies: ["RunLoopKit", "RunLoopKitGLib", "RunLoopKitSystem", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Every kind of item, cross-thread traffic and LoopThread churn for a set time under CPU load, with

@@ -15,7 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # check NAME EXPECTED : compiles $work/NAME.swift with -O against the release objects, runs it, and expects it to die
 # with EXPECTED on standard error.
-mapfile -t objects < <(grep -E "/(RunLoopKit|CRunLoopShims)\.build/" "$list")
+mapfile -t objects < <(grep -E "/(RunLoopKit|RunLoopKitSystem|CRunLoopShims)\.build/" "$list")
 check() {
     local name=$1 expected=$2
     swiftc -O -swift-version 6 "$work/$name.swift" -module-name "$name" -I "$build/Modules" \

@@ -1,30 +1,15 @@
-import Glibc
+import RunLoopKitSystem
 
 /// A plain POSIX thread the harness creates (never inside a timed section) and joins.
-///
-/// Threading: create and join from the same thread; ``join()`` once.
-final class BenchThread: @unchecked Sendable {  // Unchecked: `thread` is written once in init, then only joined.
-    private var thread = pthread_t()
+typealias BenchThread = JoinableThread
 
-    private final class Body {
-        let run: () -> Void
-        init(_ run: @escaping () -> Void) { self.run = run }
-    }
-
-    /// Starts `body` on a new thread.
-    init(_ body: @escaping @Sendable () -> Void) {
-        let context = Unmanaged.passRetained(Body(body)).toOpaque()
-        let status = pthread_create(
-            &thread, nil,
-            { pointer in
-                Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue().run()
-                return nil
-            }, context)
-        precondition(status == 0, "loop-bench: pthread_create failed (\(status))")
-    }
-
-    /// Waits for the thread to end.
-    func join() {
-        pthread_join(thread, nil)
+extension JoinableThread {
+    /// Starts `body` on a new thread; a benchmark that cannot start one cannot measure, so it stops with the reason.
+    convenience init(_ body: @escaping @Sendable () -> Void) {
+        do {
+            try self.init(name: nil, body)
+        } catch {
+            fatalError("loop-bench: \(error)")
+        }
     }
 }
