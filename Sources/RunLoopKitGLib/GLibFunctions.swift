@@ -11,7 +11,7 @@ import Glibc
 /// GLib loaded already: `dlopen` by soname then answers that same copy, so the bridge and the app share one GLib.
 ///
 /// The package-level members beyond what the bridge needs (main loops, timeouts, idles, child watches, descriptor
-/// sources, `g_main_context_invoke_full`) serve the tests, the demo and the benchmark, which have no GLib bindings
+/// sources, `g_main_context_invoke_full`) serve the tests and the demo, which have no GLib bindings
 /// of their own.
 package struct GLibFunctions: @unchecked Sendable {
     // Unchecked Sendable: immutable addresses of C functions; GLib's own rules say which may be called where.
@@ -45,7 +45,7 @@ package struct GLibFunctions: @unchecked Sendable {
     let sourceSetCanRecurse: RLKGSourceSetIntFunction
     let sourceSetName: RLKGSourceSetNameFunction
 
-    // For the tests, the demo and the benchmark.
+    // For the tests and the demo.
     package let mainContextNew: RLKGContextFunction
     package let mainContextIteration: RLKGContextIterationFunction
     package let mainContextInvokeFull: RLKGContextInvokeFunction

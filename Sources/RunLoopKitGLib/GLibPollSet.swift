@@ -160,7 +160,10 @@ final class GLibPollSet {
 
     /// Keeps `entry`, watching `events` now; re-adds its number if it names another file than the set holds.
     private func keep(_ entry: Entry, events: UInt16) {
-        switch Self.errno(of: try Epoll.modify(descriptor, entry.descriptor, events: Epoll.Events(rawValue: UInt32(events)), data: entry.tag)) {
+        switch Self.errno(
+            of: try Epoll.modify(
+                descriptor, entry.descriptor, events: Epoll.Events(rawValue: UInt32(events)), data: entry.tag))
+        {
         case 0: nextEntries.append(Entry(descriptor: entry.descriptor, events: events, generation: entry.generation))
         case ENOENT: add(entry.descriptor, events: events)  // Closed, and the number reused: watch the new file.
         case EPERM: refuse(entry.descriptor, revents: events & (Self.input | Self.output))  // Now a regular file.
@@ -172,13 +175,17 @@ final class GLibPollSet {
     private func add(_ number: CInt, events: UInt16) {
         generation &+= 1
         let entry = Entry(descriptor: number, events: events, generation: generation)
-        switch Self.errno(of: try Epoll.add(descriptor, number, events: Epoll.Events(rawValue: UInt32(events)), data: entry.tag)) {
+        switch Self.errno(
+            of: try Epoll.add(descriptor, number, events: Epoll.Events(rawValue: UInt32(events)), data: entry.tag))
+        {
         case 0:
             nextEntries.append(entry)
         case EEXIST:
             // The set still holds this very file under this number, from an entry a failed removal left behind:
             // take it over under the new tag.
-            let status = Self.errno(of: try Epoll.modify(descriptor, number, events: Epoll.Events(rawValue: UInt32(events)), data: entry.tag))
+            let status = Self.errno(
+                of: try Epoll.modify(
+                    descriptor, number, events: Epoll.Events(rawValue: UInt32(events)), data: entry.tag))
             if status == 0 { nextEntries.append(entry) } else { refuse(number, revents: Self.invalid) }
         case EPERM:
             refuse(number, revents: events & (Self.input | Self.output))  // A regular file or a directory.

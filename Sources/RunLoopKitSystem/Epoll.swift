@@ -9,22 +9,39 @@ public enum Epoll {
     /// `SetAlgebra` witness table of another module they would cost a call per bit tested (P, the pass-cost
     /// benchmark: +6% instructions). Each is a mask operation.
     @frozen public struct Events: OptionSet, Sendable {
+        /// The bits, as `epoll_event.events` holds them.
         public var rawValue: UInt32
+        /// The events of `rawValue`'s bits.
         @inlinable public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// `EPOLLIN`: readable.
         @inlinable public static var input: Events { Events(rawValue: EPOLLIN.rawValue) }
+        /// `EPOLLOUT`: writable.
         @inlinable public static var output: Events { Events(rawValue: EPOLLOUT.rawValue) }
+        /// `EPOLLPRI`: exceptional data (urgent data, a PSI trigger).
         @inlinable public static var priority: Events { Events(rawValue: EPOLLPRI.rawValue) }
+        /// `EPOLLERR`: an error is pending; always reported.
         @inlinable public static var error: Events { Events(rawValue: EPOLLERR.rawValue) }
+        /// `EPOLLHUP`: hung up; always reported.
         @inlinable public static var hangUp: Events { Events(rawValue: EPOLLHUP.rawValue) }
+        /// `EPOLLRDHUP`: the peer shut down writing.
         @inlinable public static var readHangUp: Events { Events(rawValue: EPOLLRDHUP.rawValue) }
+        /// `EPOLLET`: edge-triggered reports.
         @inlinable public static var edgeTriggered: Events { Events(rawValue: EPOLLET.rawValue) }
+        /// `EPOLLONESHOT`: one report, then nothing until the entry is changed.
         @inlinable public static var oneShot: Events { Events(rawValue: EPOLLONESHOT.rawValue) }
 
+        /// Whether every bit of `member` is set.
         @inlinable public func contains(_ member: Events) -> Bool { rawValue & member.rawValue == member.rawValue }
+        /// Whether no bit of `other` is set.
         @inlinable public func isDisjoint(with other: Events) -> Bool { rawValue & other.rawValue == 0 }
+        /// The bits of both.
         @inlinable public func union(_ other: Events) -> Events { Events(rawValue: rawValue | other.rawValue) }
+        /// The bits set in both.
         @inlinable public func intersection(_ other: Events) -> Events { Events(rawValue: rawValue & other.rawValue) }
+        /// The bits not in `other`.
         @inlinable public func subtracting(_ other: Events) -> Events { Events(rawValue: rawValue & ~other.rawValue) }
+        /// Sets `member`'s bits; answers whether any was not set yet.
         @inlinable @discardableResult
         public mutating func insert(_ member: Events) -> (inserted: Bool, memberAfterInsert: Events) {
             let inserted = !contains(member)

@@ -15,6 +15,7 @@ public final class Locked<Value> {
     /// Only touched with the mutex held, which already makes every access exclusive: no dynamic check is needed.
     @exclusivity(unchecked) @usableFromInline var value: Value
 
+    /// A lock guarding `value`.
     public init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)

@@ -59,7 +59,8 @@ extension Loop {
     /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
     ///   `fork()` of this process), so the call will never happen.
     @inlinable @discardableResult
-    public func perform(in mode: Mode = .default, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
+    public func perform(in mode: Mode = .default, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool
+    {
         // Inlined where it is called, as the closure form.
         mode.name == Mode.default.name
             ? postToDefaultMode(with: argument, function) : post(in: mode, with: argument, function)

@@ -24,7 +24,8 @@ extension Loop {
             guard FileDescriptorCalls.identity(of: source.watchedDescriptor) == source.fileIdentity else {
                 return LoopError(
                     .badDescriptor, errno: EBADF,
-                    message: "descriptor \(source.watchedDescriptor) was closed after its source was made (the number may "
+                    message:
+                        "descriptor \(source.watchedDescriptor) was closed after its source was made (the number may "
                         + "name another file now)")
             }
             let events = source.watchedEvents

@@ -132,8 +132,10 @@ extension Loop {
     /// of it.
     private func isolationMismatch(_ actor: any Actor) -> String? {
         if actor === MainActor.shared {
-            return isMain && servesMainQueue ? nil : "from the main actor: main-actor handlers run on Loop.main only "
-                + "(while it serves the main queue)"
+            return isMain && servesMainQueue
+                ? nil
+                : "from the main actor: main-actor handlers run on Loop.main only "
+                    + "(while it serves the main queue)"
         }
         let executor = actor.unownedExecutor.asSerialExecutor()
         if let executorLoop = executor as? Loop, executorLoop === self { return nil }

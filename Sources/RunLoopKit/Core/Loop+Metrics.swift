@@ -91,6 +91,7 @@ extension Loop {
         return Metrics(
             takenAt: Instant(nanoseconds: now), passes: metricsKeeper.passes.load(ordering: .relaxed),
             timeAsleep: .nanoseconds(asleep), timeAwake: .nanoseconds(awake),
-            longestPass: .nanoseconds(metricsKeeper.longestPass.load(ordering: .relaxed)), handled: metricsKeeper.handled)
+            longestPass: .nanoseconds(metricsKeeper.longestPass.load(ordering: .relaxed)),
+            handled: metricsKeeper.handled)
     }
 }

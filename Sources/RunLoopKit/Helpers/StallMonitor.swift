@@ -57,10 +57,12 @@ public final class StallMonitor: Sendable {
         let heartbeat = Heartbeat()
         // The busy period starts as early as possible (before other observers of the activity) and ends as late as
         // possible: slow beforeWaiting or exit observers are part of the stall.
-        early = LoopObserver(activities: [.entry, .beforeTimers, .beforeSources, .afterWaiting], order: .min) { _, activity in
+        early = LoopObserver(activities: [.entry, .beforeTimers, .beforeSources, .afterWaiting], order: .min) {
+            _, activity in
             heartbeat.beat(activity)
         }
-        late = LoopObserver(activities: [.beforeWaiting, .exit], order: .max) { _, activity in heartbeat.beat(activity) }
+        late = LoopObserver(activities: [.beforeWaiting, .exit], order: .max) { _, activity in heartbeat.beat(activity)
+        }
         watchdog = try LoopThread(name: "StallMonitor")
 
         let judge = Watchdog(heartbeat: heartbeat, threshold: threshold, consecutiveChecks: consecutiveChecks)

@@ -13,7 +13,9 @@ extension Loop {
     /// - Throws: What ``ChildExitSource/init(pid:order:handler:)`` throws (`pid` is not a child of this process;
     ///   no `pidfd_open`; descriptors exhausted); `LoopError.Code.loopTerminated` when the loop's thread exits
     ///   before the child does (or had exited); `CancellationError`.
-    nonisolated(nonsending) public func waitForExit(of pid: pid_t, in mode: Mode = .default) async throws -> ChildExitStatus {
+    nonisolated(nonsending) public func waitForExit(
+        of pid: pid_t, in mode: Mode = .default
+    ) async throws -> ChildExitStatus {
         try await LoopWaiter<ChildExitStatus>.waitForItem(on: self, in: mode) { waiter, dropped throws(LoopError) in
             try ChildExitSource(pid: pid) { _, status in
                 dropped.keepAlive()

@@ -1,5 +1,6 @@
 import RunLoopKit
 import RunLoopKitSystem
+
 /// One change a ``FileChangeSource`` reports: what happened, to which watched path, and to which entry in it.
 ///
 /// Made by the source on its loop's thread, one per inotify record; handed to the source's handler there.

@@ -1,5 +1,6 @@
 import RunLoopKit
 import RunLoopKitSystem
+
 /// Where the process's memory pressure is reported: its cgroup's `memory.pressure` (cgroup v2) when there is one,
 /// else the system's `/proc/pressure/memory`. Reads `/proc/self/cgroup` and `/proc/self/mountinfo`; knows nothing
 /// of loops.

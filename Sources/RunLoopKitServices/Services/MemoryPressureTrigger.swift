@@ -1,5 +1,6 @@
 import RunLoopKit
 import RunLoopKitSystem
+
 /// When a ``MemoryPressureSource`` fires: tasks stalled on memory for at least ``threshold`` within any
 /// ``window`` (the kernel's pressure stall information, PSI). "some 150 ms in 2 s" fires once some task spent
 /// 150 ms of a 2-second window waiting for memory (reclaim, refaults, swap-in); "full" counts only the time every

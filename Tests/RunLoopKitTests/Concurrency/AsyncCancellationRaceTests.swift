@@ -78,7 +78,8 @@ struct AsyncCancellationRaceTests {
         defer { worker.stop() }
         let before = AsyncSupport.footprint(of: worker)
         _ = await Self.race(
-            #function, start: { Task { try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable) } },
+            #function,
+            start: { Task { try await worker.loop.waitForReadiness(of: pipe.readEnd, watching: .readable) } },
             trigger: { pipe.write() }, reset: { pipe.drain() })
         #expect(await AsyncSupport.footprint(of: worker, becomes: before))
     }

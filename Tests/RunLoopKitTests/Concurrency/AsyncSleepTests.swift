@@ -58,7 +58,9 @@ struct AsyncSleepTests {
     @Test func sleepRejectsANegativeTolerance() async throws {
         let worker = try LoopThread(name: "async-sleep")
         defer { worker.stop() }
-        let result = await Result(catching: { try await worker.loop.clock.sleep(for: .seconds(1), tolerance: .seconds(-1)) })
+        let result = await Result(catching: {
+            try await worker.loop.clock.sleep(for: .seconds(1), tolerance: .seconds(-1))
+        })
         #expect(loopErrorCode(result) == .invalidTolerance)
     }
 

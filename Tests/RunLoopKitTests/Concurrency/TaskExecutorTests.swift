@@ -1,8 +1,9 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// Where a nonisolated async function runs: the thread, and whether that thread's loop is `loop`.
 @concurrent

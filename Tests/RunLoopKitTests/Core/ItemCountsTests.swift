@@ -1,6 +1,7 @@
 import Glibc
-@testable import RunLoopKit
 import Testing
+
+@testable import RunLoopKit
 
 /// `itemCounts(in:)` and `itemCountsByMode`: how many items of each kind a mode holds, from any thread.
 @Suite struct ItemCountsTests {

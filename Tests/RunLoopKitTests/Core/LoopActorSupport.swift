@@ -1,6 +1,7 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
+
+@testable import RunLoopKit
 
 /// An actor isolated to a loop's thread, in the loop's common modes (or the modes of `executor`, when given).
 /// Records its calls in order, with whether each ran on the loop's thread.

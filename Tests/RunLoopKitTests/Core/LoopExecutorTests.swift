@@ -1,8 +1,9 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// Actors whose executor is a loop (or a LoopExecutor of it): where and when their jobs run.
 @Suite struct LoopExecutorTests {

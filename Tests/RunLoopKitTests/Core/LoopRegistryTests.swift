@@ -1,8 +1,9 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// The thread-keyed registry: `Loop.current`, `Loop.main`, and tearing a thread's loop down when the thread exits.
 ///

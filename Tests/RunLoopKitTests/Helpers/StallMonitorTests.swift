@@ -1,7 +1,8 @@
 import Glibc
-@testable import RunLoopKit
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// Spins for `duration` on the calling thread (a stall, as a long computation would cause).
 private func busyWait(_ duration: Duration) {

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
 import RunLoopKit
-@testable import RunLoopKitServices
 import Testing
+
+@testable import RunLoopKitServices
 
 /// The figures for the docs, printed under `RUNLOOPKIT_TEST_FIGURES=1` (``TestFigures``): child-exit latency, and the
 /// pass cost with 1,000 child-exit sources registered. In the serialized ``ChildExitSourceTests`` suite, since they

@@ -1,9 +1,10 @@
 import Foundation
 import Glibc
 import RunLoopKit
-@testable import RunLoopKitServices
 import Synchronization
 import Testing
+
+@testable import RunLoopKitServices
 
 /// Child-exit sources: statuses, a child that exited first, many children at once, invalidation, refusals, reaping.
 ///

@@ -1,10 +1,11 @@
 import Foundation
 import Glibc
-@testable import RunLoopKit
-@testable import RunLoopKitServices
 import RunLoopKitSystem
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
+@testable import RunLoopKitServices
 
 /// Unix signals as a loop source. Every scenario that installs a disposition runs in an exit-test child process,
 /// so no handler leaks into the test runner; each child prints its figures and a verdict.

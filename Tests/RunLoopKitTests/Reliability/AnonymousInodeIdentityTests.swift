@@ -1,7 +1,8 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import Testing
+
+@testable import RunLoopKit
 
 /// A source's file identity (device and inode, `FileIdentity`) cannot tell two anonymous-inode files apart: every
 /// eventfd, epoll set, timerfd and signalfd of the process shares one inode of the kernel's anon_inode mount (checked

@@ -1,9 +1,10 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import SplitMix64
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// Sources, timers and observers that add, remove, invalidate and signal themselves and each other from inside
 /// their callouts, across three modes (two common) and nested runs: no crash, and every source's schedule and

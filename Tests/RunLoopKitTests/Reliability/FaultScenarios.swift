@@ -1,9 +1,10 @@
 import CRunLoopShims
 import Glibc
-@testable import RunLoopKit
-@testable import RunLoopKitServices
 import RunLoopKitSystem
 import Synchronization
+
+@testable import RunLoopKit
+@testable import RunLoopKitServices
 
 /// Plays one ``FaultCase``: sets up its scenario, makes the call fail as scripted, and checks what the caller saw
 /// and the properties every case must keep (the fault was hit, no descriptor of the library leaked, no item

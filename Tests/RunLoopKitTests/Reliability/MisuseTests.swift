@@ -97,7 +97,8 @@ import Testing
     @Test func invalidClosedAndUnpollableDescriptorsThrow() throws {
         let closed = ItemsSupport.closedDescriptorNumber(slot: 7)
         for descriptor in [-1, closed] {
-            let error = code { () throws(LoopError) in _ = try FileDescriptorSource(descriptor: descriptor) { _, _ in } }
+            let error = code { () throws(LoopError) in _ = try FileDescriptorSource(descriptor: descriptor) { _, _ in }
+            }
             #expect(error == .badDescriptor)
         }
         let pipe = Pipe()

@@ -54,7 +54,8 @@ final class ModelRealLoop: @unchecked Sendable {
         case .createTimer(let id, let due):
             timers[id] = try! LoopTimer(at: instant(due)) { [weak self] _ in self?.trace.append("T\(id)") }
         case .createObserver(let id, let activities, let repeats, let order):
-            observers[id] = LoopObserver(activities: activities, repeats: repeats, order: order) { [weak self] _, activity in
+            observers[id] = LoopObserver(activities: activities, repeats: repeats, order: order) {
+                [weak self] _, activity in
                 self?.trace.append("O\(id).\(activity)")
             }
         case .add(let item, let mode):

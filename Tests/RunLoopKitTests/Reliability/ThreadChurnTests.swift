@@ -1,8 +1,9 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// Many short-lived loop threads, and threads that exit while others signal, stop, wake and post to their loops.
 @Suite struct ThreadChurnTests {

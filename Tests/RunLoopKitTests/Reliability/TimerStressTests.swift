@@ -1,9 +1,10 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import SplitMix64
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// One-shot timers added, re-armed and invalidated from the loop's thread and from other threads while timers
 /// fire: none fires after `invalidate()` returned on the loop's thread, none fires twice for one arming (a re-arm

@@ -1,7 +1,8 @@
 import Glibc
 import RunLoopKit
-@testable import RunLoopKitServices
 import Testing
+
+@testable import RunLoopKitServices
 
 /// File-change sources: each kind of change with its name, on the loop's thread; moves paired by cookie; the
 /// watched directory going away; queue overflow reported; watches removed; invalidation closing the inotify

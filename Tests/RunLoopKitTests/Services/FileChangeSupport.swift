@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+
 @testable import RunLoopKitServices
 
 /// A fresh directory under /tmp, removed with everything in it by ``remove()``; and the file operations the

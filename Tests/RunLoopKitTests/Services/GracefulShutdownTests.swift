@@ -1,7 +1,8 @@
 import Glibc
+import Testing
+
 @testable import RunLoopKit
 @testable import RunLoopKitServices
-import Testing
 
 /// The shutdown helper, end to end. Signals are process-wide, so each scenario runs in an exit-test child, with the
 /// service's loop on a thread of its own.

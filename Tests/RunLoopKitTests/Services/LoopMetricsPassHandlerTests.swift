@@ -1,6 +1,7 @@
 import Glibc
-@testable import RunLoopKit
 import Testing
+
+@testable import RunLoopKit
 
 /// `Loop.reportPasses(to:)`: a handler called at the end of every pass with that pass's figures.
 @Suite struct LoopMetricsPassHandlerTests {

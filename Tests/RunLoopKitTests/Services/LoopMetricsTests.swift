@@ -1,6 +1,7 @@
 import Glibc
-@testable import RunLoopKit
 import Testing
+
+@testable import RunLoopKit
 
 /// Spins on the calling thread until `done()` holds and at least `minimum` has passed (at most 20 s): a handler
 /// that keeps its loop busy.

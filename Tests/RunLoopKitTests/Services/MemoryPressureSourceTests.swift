@@ -1,8 +1,9 @@
 import Glibc
-@testable import RunLoopKit
-@testable import RunLoopKitServices
 import RunLoopKitSystem
 import Testing
+
+@testable import RunLoopKit
+@testable import RunLoopKitServices
 
 /// Memory-pressure sources: triggers parsed and checked, the pressure file found, a trigger armed on this machine's
 /// kernel and its source added and invalidated, the file going away (a cgroup removed), the averages, and the

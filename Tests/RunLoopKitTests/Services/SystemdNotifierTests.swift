@@ -1,9 +1,10 @@
 import Glibc
-@testable import RunLoopKit
-@testable import RunLoopKitServices
 import RunLoopKitSystem
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
+@testable import RunLoopKitServices
 
 /// A stand-in for systemd's notify socket: a Unix datagram socket bound to a fresh path or abstract name.
 final class NotifySocketStandIn: @unchecked Sendable {  // Unchecked: the descriptor is read by one thread at a time.

@@ -1,6 +1,7 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
+
+@testable import RunLoopKit
 
 /// The calls tests send signals with, wrapped once (EINTR retried, errno as a `SystemError`).
 enum ProcessSignal {

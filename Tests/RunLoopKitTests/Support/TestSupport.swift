@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import Synchronization
+
+@testable import RunLoopKit
 
 /// A thread-safe list of events, for asserting the order of callouts.
 final class Recorder<Element: Sendable>: Sendable {

@@ -1,8 +1,9 @@
 import CRunLoopShims
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import Testing
+
+@testable import RunLoopKit
 
 /// The syscall layer against the real kernel: eventfd, timerfd, epoll, errors, and close-on-exec.
 @Suite struct SyscallTests {

@@ -23,7 +23,8 @@ import Synchronization
 ///
 /// Threading: ``failure``, ``LoopItem/isValid`` and ``LoopItem/invalidate()`` are safe from any thread; handlers run
 /// on the loop's thread. A source belongs to at most one loop, in any number of its modes.
-open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable {  // Unchecked: loop-thread confined state.
+open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable {
+    // Unchecked Sendable: the mutable state is loop-thread confined (see each field).
     /// Readiness conditions.
     public struct Events: OptionSet, Hashable, Sendable, CustomStringConvertible {
         /// The bits.
@@ -69,7 +70,8 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
         /// and then stays silent until changed; the report is not passed on (see ``reported(by:)``).
         var epollEvents: Epoll.Events {
             guard !isDisjoint(with: Self.watchable) else { return .oneShot }
-            var events = Epoll.Events.readHangUp  // No array literals of Epoll.Events here: the loop calls this per report.
+            // No array literals of Epoll.Events here: the loop calls this per report.
+            var events = Epoll.Events.readHangUp
             if contains(.readable) { events.insert(.input) }
             if contains(.writable) { events.insert(.output) }
             if contains(.priority) { events.insert(.priority) }
@@ -186,7 +188,9 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
     /// Changes the conditions watched; the owner, if any, tells its epoll set on its thread (at once there). Any thread.
     package final func setWatchedEvents(_ events: Events) {
         let watched = events.intersection(Events.watchable)
-        guard watchedBits.exchange(watched.rawValue, ordering: .acquiringAndReleasing) != watched.rawValue else { return }
+        guard watchedBits.exchange(watched.rawValue, ordering: .acquiringAndReleasing) != watched.rawValue else {
+            return
+        }
         owner?.onLoopThread(with: self) { loop, source in loop.applyWatchedEvents(source) }
     }
 

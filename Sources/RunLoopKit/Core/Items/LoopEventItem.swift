@@ -48,7 +48,9 @@ extension LoopEventItem {
                 return
             }
             // The loop calls it with this very item, which is a `Self`.
-            storeRateLimitHandler(newValue) { item, isLimited in newValue(unsafeDowncast(item, to: Self.self), isLimited) }
+            storeRateLimitHandler(newValue) { item, isLimited in
+                newValue(unsafeDowncast(item, to: Self.self), isLimited)
+            }
         }
     }
 }

@@ -11,7 +11,8 @@ import Synchronization
 /// Differences from CF: ``signal()`` also wakes the loop if it sleeps (CF needs a separate `CFRunLoopWakeUp`),
 /// and the schedule and cancel handlers run on the loop's thread (CF runs them on whichever thread adds or
 /// removes), so they never race the perform handler.
-public final class LoopSource: LoopItem, LoopEventItem, @unchecked Sendable {  // Unchecked: see `queued` and `nextSignalled`.
+public final class LoopSource: LoopItem, LoopEventItem, @unchecked Sendable {
+    // Unchecked Sendable: see `queued` and `nextSignalled`.
     let performHandler: @Sendable (LoopSource) -> Void
     let scheduleHandler: (@Sendable (Loop, Loop.Mode) -> Void)?
     let cancelHandler: (@Sendable (Loop, Loop.Mode) -> Void)?

@@ -20,7 +20,8 @@ import Synchronization
 /// again and again (a guest loop's next timeout, a request's deadline) without making a timer per arming: re-arming a
 /// kept timer costs about a third of making, adding and invalidating a new one (no allocation, no binding; the
 /// W4r figures in Docs/Benchmarks.md).
-public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {  // Unchecked: mutable fields are loop-thread confined.
+public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {
+    // Unchecked Sendable: the mutable fields are loop-thread confined.
     /// The longest interval or tolerance accepted: CF's limit, about 16 years.
     public static let maximumInterval: Duration = .seconds(504_911_232)
 

@@ -127,7 +127,9 @@ import Testing
                 try! loop.add(source)
                 sources.append(source)
             }
-            let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in events.append("\(activity)") }
+            let observer = LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in
+                events.append("\(activity)")
+            }
             try! loop.add(observer)
             for pipe in pipes { pipe.write() }
             ItemsSupport.run(loop, timeout: .seconds(5)) { events.all.filter { $0.hasPrefix("order") }.count >= 3 }
@@ -266,7 +268,9 @@ import Testing
         let validity = Recorder<Bool>()
         ItemsSupport.onLoopThread { loop in
             let old = Pipe()
-            let oldSource = try! FileDescriptorSource(descriptor: old.readEnd) { _, events in calls.append("old \(events)") }
+            let oldSource = try! FileDescriptorSource(descriptor: old.readEnd) { _, events in
+                calls.append("old \(events)")
+            }
             try! loop.add(oldSource)
             try! loop.add(ItemsSupport.keepAlive())
             loop.run(in: .default, for: .zero)
@@ -306,7 +310,9 @@ import Testing
         ItemsSupport.onLoopThread { loop in
             let old = Pipe()
             let number = old.readEnd
-            let source = try! FileDescriptorSource(descriptor: number, events: []) { _, events in outcome.append("called \(events)") }
+            let source = try! FileDescriptorSource(descriptor: number, events: []) { _, events in
+                outcome.append("called \(events)")
+            }
             try! loop.add(source)
             let new = Pipe()
             precondition(moveDescriptor(new.readEnd, onto: number))

@@ -1,8 +1,9 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// A one-shot timer that fired is spent, not dead: `setNextFireTime` re-arms it, from any thread, back into every mode
 /// it was in; `invalidate()` is final; a move that reaches the loop after the firing it meant to move is void.

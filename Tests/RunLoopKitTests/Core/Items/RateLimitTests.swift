@@ -1,8 +1,9 @@
 import Glibc
 import RunLoopKit
-@testable import RunLoopKitServices
 import Synchronization
 import Testing
+
+@testable import RunLoopKitServices
 
 /// Rate limits: a source, descriptor source or timer handled more than its burst within its interval is paused until
 /// the window ends, loses nothing meanwhile, and shows it (``LoopSource/isRateLimited``, the rate-limit handler).

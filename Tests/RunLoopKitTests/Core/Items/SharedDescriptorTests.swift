@@ -278,7 +278,9 @@ import Testing
             ItemsSupport.onLoopThread { loop in
                 let old = Pipe()
                 let number = old.readEnd
-                let first = try! FileDescriptorSource(descriptor: number, events: []) { _, events in calls.append("first \(events)") }
+                let first = try! FileDescriptorSource(descriptor: number, events: []) { _, events in
+                    calls.append("first \(events)")
+                }
                 let second = try! FileDescriptorSource(descriptor: number, events: .writable) { _, events in
                     calls.append("second \(events)")
                 }

@@ -1,7 +1,8 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopKitSystem
 import Testing
+
+@testable import RunLoopKit
 
 /// The lock-free table of live loops the `fork()` child handler walks: what is inserted is visited until removed, and
 /// threads inserting and removing at once never share a slot and reuse freed ones. The table is the
