@@ -52,38 +52,8 @@ GRAPHS=$SCRATCH/symbol-graphs
 SITE=.docs-site
 START=$SECONDS
 
-build_module() {
-    local module=$1
-    swift build --target "$module" --scratch-path "$SCRATCH" \
-        -Xswiftc -emit-symbol-graph \
-        -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$GRAPHS" \
-        -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public \
-        >"$SCRATCH/build-$module.log" 2>&1 || {
-        cat "$SCRATCH/build-$module.log" >&2
-        echo "docs.sh: swift build --target $module failed (log: $SCRATCH/build-$module.log)" >&2
-        return 1
-    }
-}
-
-# 1. The symbol graphs. The compiler writes a module's graph whenever it (re)builds the module, as a whole, so it
-#    stays current across incremental builds; an up-to-date build writes nothing and the last graph stands. If a
-#    graph is missing while the build is current (its folder was deleted), start the scratch path afresh.
-mkdir -p "$GRAPHS"
-for module in "${MODULES[@]}"; do build_module "$module"; done
-for module in "${MODULES[@]}"; do
-    if [[ ! -f "$GRAPHS/$module.symbols.json" ]]; then
-        rm -rf "$SCRATCH"
-        mkdir -p "$GRAPHS"
-        for again in "${MODULES[@]}"; do build_module "$again"; done
-        break
-    fi
-done
-for module in "${MODULES[@]}"; do
-    if [[ ! -f "$GRAPHS/$module.symbols.json" ]]; then
-        echo "docs.sh: the build wrote no symbol graph at $GRAPHS/$module.symbols.json" >&2
-        exit 1
-    fi
-done
+# 1. The symbol graphs (scripts/symbol-graphs.sh).
+scripts/symbol-graphs.sh "$SCRATCH" "${MODULES[@]}"
 echo "docs.sh: symbol graphs of ${MODULES[*]} built ($((SECONDS - START))s)"
 
 status=0

@@ -10,38 +10,16 @@
 # implementations"): the same declaration, shown once per conformer.
 #
 # RunLoopKitSystem is no product (its few public declarations are public only so the other modules can inline
-# them; see Docs/Design.md), so it is not counted. Builds into .build-api/ (git-ignored).
+# them; see Docs/Design.md), so it is not counted. Builds into .build-docs/ (git-ignored), with scripts/docs.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 MODULES=(RunLoopKit RunLoopKitServices RunLoopKitGLib RunLoopKitAsyncMain)
-SCRATCH=.build-api
+SCRATCH=.build-docs  # Shared with scripts/docs.sh, which builds two of these modules.
 GRAPHS=$SCRATCH/symbol-graphs
-# The compiler writes a module's graph whenever it rebuilds the module, so the graphs stay current across incremental
-# builds; if one is missing while the build is current, the scratch path starts afresh.
-build_graphs() {
-    mkdir -p "$GRAPHS"
-    for module in "${MODULES[@]}"; do
-        swift build --target "$module" --scratch-path "$SCRATCH" \
-            -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$GRAPHS" \
-            -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public >"$SCRATCH/build-$module.log" 2>&1 || {
-            cat "$SCRATCH/build-$module.log" >&2
-            exit 1
-        }
-    done
-}
-mkdir -p "$SCRATCH"
-build_graphs
-for module in "${MODULES[@]}"; do
-    if [[ ! -f "$GRAPHS/$module.symbols.json" ]]; then
-        rm -rf "$SCRATCH"
-        mkdir -p "$SCRATCH"
-        build_graphs
-        break
-    fi
-done
+scripts/symbol-graphs.sh "$SCRATCH" "${MODULES[@]}"
 python3 - "${1:-}" "$GRAPHS" "${MODULES[@]}" <<'PY'
 import json, os, sys
 mode, folder, modules = sys.argv[1], sys.argv[2], sys.argv[3:]

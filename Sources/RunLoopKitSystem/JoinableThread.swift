@@ -18,9 +18,10 @@ package final class JoinableThread: @unchecked Sendable {  // Unchecked: `thread
         }
     }
 
-    /// Starts `body` on a new thread, called `name` when given (the kernel keeps its first 15 bytes).
-    /// - Throws: `SystemError` of `pthread_create` (`EAGAIN`: out of threads).
-    package init(name: String? = nil, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
+    /// Starts `body` on a new thread, called `name` when given (the kernel keeps its first 15 bytes). A tool or test
+    /// that cannot start its thread cannot go on: when `pthread_create` fails (`EAGAIN`: out of threads), this traps
+    /// with the reason.
+    package init(name: String? = nil, _ body: @escaping @Sendable () -> Void) {
         let context = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
         do {
             thread = try ThreadCalls.start(
@@ -31,8 +32,7 @@ package final class JoinableThread: @unchecked Sendable {  // Unchecked: `thread
                     return nil
                 }, with: context)
         } catch {
-            Unmanaged<Body>.fromOpaque(context).release()
-            throw error
+            trap("starting thread \(name ?? "(unnamed)") failed: \(error)")
         }
     }
 

@@ -1,4 +1,5 @@
 import RunLoopKit
+import RunLoopKitSystem
 import Synchronization
 
 /// W2 fan-in: 2 producer threads each post 500,000 closures to one consumer loop. A gate releases them together;
@@ -22,7 +23,7 @@ class FanInBenchmark: Benchmark {
     private let perProducer: Int
     private var consumer: LoopHost?
     private var consumerThread: LoopThread?
-    private var producers: [BenchThread] = []
+    private var producers: [JoinableThread] = []
     private var tally: Tally?
     private let ready = WaitCounter()
     private let gate = WaitCounter()
@@ -51,7 +52,7 @@ class FanInBenchmark: Benchmark {
         let postsFunctionCalls = Self.postsFunctionCalls
         fanInTally = Unmanaged.passUnretained(tally)  // Kept alive by `self.tally` until tearDown.
         producers = (0..<Self.producerCount).map { producer in
-            BenchThread {
+            JoinableThread {
                 ready.increment()
                 gate.wait()
                 tally.released.min(Clock.monotonic(), ordering: .relaxed)

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopKitSystem
 
 /// Footprint (not one of the shared W1–W5): what one idle loop costs in descriptors and resident memory.
 ///
@@ -76,14 +77,14 @@ final class FootprintBenchmark: Benchmark {
 /// Threads started one by one that wait on a gate; with `makeLoop`, each makes its loop before waiting.
 private final class ParkedThreads {
     private let gate = WaitCounter()
-    private var threads: [BenchThread] = []
+    private var threads: [JoinableThread] = []
 
     init(count: Int, makeLoop: Bool) {
         let gate = gate
         for _ in 0..<count {
             let ready = WaitCounter()
             threads.append(
-                BenchThread {
+                JoinableThread {
                     if makeLoop { ParkedThreads.makeLoopAndRunOnce() }
                     ready.increment()
                     gate.wait()

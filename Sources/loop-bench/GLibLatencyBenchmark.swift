@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import RunLoopKitGLib
+import RunLoopKitSystem
 import Synchronization
 
 /// G1–G3, a signal from another thread to a handler on an idle thread, three ways, measured like W5: a sender wakes
@@ -90,8 +91,8 @@ enum GLibLatency {
         private let glib: GLib
         private let samples: Samples
         private let gate = WaitCounter()
-        private var target: BenchThread?
-        private var sender: BenchThread?
+        private var target: JoinableThread?
+        private var sender: JoinableThread?
         private var stopTarget: (() -> Void)?
 
         init(way: Way, scale: Int) throws {
@@ -110,7 +111,7 @@ enum GLibLatency {
             let send = startTarget()
             let gate = gate
             let count = count
-            sender = BenchThread {
+            sender = JoinableThread {
                 gate.wait()
                 var next = Clock.monotonic()
                 for index in 0..<count {
@@ -155,7 +156,7 @@ enum GLibLatency {
                 let source = LoopSource { _ in samples.takeSent() }
                 let (context, mainLoop) = Self.newMainLoop(glib)
                 Self.timeWaits(of: context, samples, glib)
-                target = BenchThread {
+                target = JoinableThread {
                     let loop = Loop.current
                     try! loop.add(source)
                     let attachment = try! loop.attachToGLib(context: context.pointer)
@@ -173,7 +174,7 @@ enum GLibLatency {
             case .glibInvoke:
                 let (context, mainLoop) = Self.newMainLoop(glib)
                 Self.timeWaits(of: context, samples, glib)
-                target = BenchThread {
+                target = JoinableThread {
                     ready.increment()
                     glib.mainLoopRun(mainLoop.raw)
                 }

@@ -1,4 +1,5 @@
 import RunLoopKit
+import RunLoopKitSystem
 
 /// A thread that runs its own loop in the default mode until shut down: the W1 to W5 loop threads.
 ///
@@ -10,7 +11,7 @@ import RunLoopKit
 final class LoopHost: Sendable {
     /// The hosted thread's loop.
     let loop: Loop
-    private let thread: BenchThread
+    private let thread: JoinableThread
 
     private final class Startup: @unchecked Sendable {  // Unchecked: `loop` is published through `ready`.
         var loop: Loop?
@@ -20,7 +21,7 @@ final class LoopHost: Sendable {
     /// Starts the thread and returns once its loop runs or is about to.
     init() {
         let startup = Startup()
-        thread = BenchThread {
+        thread = JoinableThread {
             let loop = Loop.current
             let keepAlive = LoopSource(perform: { _ in })
             try! loop.add(keepAlive)

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopKitSystem
 import Synchronization
 
 /// Pass cost (not one of the shared W1–W5): what one full pass of a busy loop costs, with one item of each kind
@@ -72,7 +73,7 @@ private final class PassDriver: @unchecked Sendable {
     /// Runs the passes on a new thread, watched by a `StallMonitor` if `monitored`; answers nanoseconds per pass.
     static func measure(passes: Int, idleItems: Int, monitored: Bool = false) throws -> Double {
         let driver = PassDriver(passes: passes, idleItems: idleItems, monitored: monitored)
-        let thread = BenchThread { driver.drive() }
+        let thread = JoinableThread { driver.drive() }
         guard driver.done.wait() else { throw BenchmarkFailure("pass-cost: the passes did not finish within 300 s") }
         thread.join()
         if let failure = driver.failure { throw failure }

@@ -1,4 +1,5 @@
 import RunLoopKit
+import RunLoopKitSystem
 
 /// S1, pass cost against registered sources (a scaling table, not one of the shared W1–W5): on one loop thread,
 /// 1, 100 and then 10,000 custom sources are registered in the default mode, and one of them is signalled per pass:
@@ -67,7 +68,7 @@ private final class SignalledPasses: @unchecked Sendable {
     /// Runs `passes` passes with `registered` sources on a new thread; answers nanoseconds per pass.
     static func measure(passes: Int, registered: Int) throws -> Double {
         let measurement = SignalledPasses(passes: passes, registered: registered)
-        let thread = BenchThread { measurement.drive() }
+        let thread = JoinableThread { measurement.drive() }
         guard measurement.done.wait() else {
             throw BenchmarkFailure("pass-cost-vs-sources: the passes did not finish within 300 s")
         }

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopKitSystem
 
 /// W5 wake latency: the target loop is idle; a sender wakes every 200 µs on an absolute `clock_nanosleep`
 /// schedule, stamps `CLOCK_MONOTONIC` and posts a closure carrying the stamp; the target records now − stamp.
@@ -23,7 +24,7 @@ final class WakeLatencyBenchmark: Benchmark {
     private static let period: Int64 = 200_000
     private let count: Int
     private var target: LoopHost?
-    private var sender: BenchThread?
+    private var sender: JoinableThread?
     private var samples: Samples?
     private let gate = WaitCounter()
 
@@ -36,7 +37,7 @@ final class WakeLatencyBenchmark: Benchmark {
         let samples = Samples(count: count)
         let gate = gate
         let count = count
-        sender = BenchThread {
+        sender = JoinableThread {
             gate.wait()
             let loop = target.loop
             var next = Clock.monotonic()

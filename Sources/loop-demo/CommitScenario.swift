@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopKitSystem
 import Synchronization
 
 /// Batched commits before sleep, as Core Animation and Texture do them: many updates marked in a pass are committed
@@ -29,7 +30,7 @@ enum CommitScenario {
         }
         try! loop.add(source)
 
-        let helper = DemoThread {
+        let helper = JoinableThread {
             source.signal()
             waitFor { rounds.load(ordering: .relaxed) == 1 && loop.isWaiting }
             source.signal()

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import RunLoopKitServices
+import RunLoopKitSystem
 
 /// A small service as systemd runs one: readiness and status sent to the notify socket (a stand-in socket when the
 /// demo is not under systemd), watchdog keep-alives from the main loop's own passes, a stats timer that does not
@@ -56,7 +57,7 @@ enum DaemonScenario {
 
         _ = try notifier.ready(status: "serving on 127.0.0.1:\(service.port)")
         Trace.line("main", "ready: serving on 127.0.0.1:\(service.port)")
-        let client = DemoThread { runClient(port: service.port, shutdown: shutdown, service: service) }
+        let client = JoinableThread { runClient(port: service.port, shutdown: shutdown, service: service) }
 
         let result = loop.run(in: .default, for: .seconds(30))  // A real daemon calls run(); the limit guards the demo.
         client.join()

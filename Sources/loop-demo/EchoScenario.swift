@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopKitSystem
 
 /// A TCP echo server on descriptor sources, on the main loop: a client thread sends lines and reads the echoes;
 /// then a client that sends without reading makes the server stop watching its socket for reading until the
@@ -16,7 +17,7 @@ enum EchoScenario {
         }
         Trace.line("main", "echo server listening on 127.0.0.1:\(server.port)")
 
-        let client = DemoThread {
+        let client = JoinableThread {
             guard let socket = EchoClient(port: server.port) else {
                 Trace.line("client", "cannot connect")
                 Loop.main.stop()

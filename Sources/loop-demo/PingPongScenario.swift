@@ -1,4 +1,5 @@
 import RunLoopKit
+import RunLoopKitSystem
 import Synchronization
 
 /// Cross-thread signalling: two threads, each with a custom source (schedule / perform / cancel), signalling each
@@ -22,7 +23,7 @@ enum PingPongScenario {
         game.setMainSource(mainSource)
         try! mainLoop.add(mainSource)
 
-        let worker = DemoThread {
+        let worker = JoinableThread {
             let loop = Loop.current
             let source = LoopSource(
                 schedule: { _, mode in

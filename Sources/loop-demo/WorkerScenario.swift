@@ -1,4 +1,5 @@
 import RunLoopKit
+import RunLoopKitSystem
 
 /// A keep-alive worker thread (AFNetworking's network thread on Apple platforms), used from several threads: a LoopThread sleeps in its loop until
 /// the main thread hands it requests, answers them, and is stopped cleanly.
@@ -29,7 +30,7 @@ enum WorkerScenario {
         }
         // Several threads use the same worker at once: each request runs on the worker, one at a time.
         let clients = (1...3).map { client in
-            DemoThread {
+            JoinableThread {
                 for request in 1...2 {
                     let answer = try? worker.performAndWait { "client \(client), request \(request) served" }
                     Trace.line("client\(client)", answer ?? "request refused")

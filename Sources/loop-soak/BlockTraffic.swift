@@ -1,4 +1,5 @@
 import RunLoopKit
+import RunLoopKitSystem
 import Synchronization
 
 /// Blocks posted to the hubs from other threads through every posting call: `Loop.perform` (default, common and a
@@ -35,7 +36,7 @@ final class BlockTraffic: Workload {
     private let hubs: [Hub]
     private let producers: Int
     private let tallies: [Route: Tally]
-    private let threads = Mutex<[SoakThread]>([])
+    private let threads = Mutex<[JoinableThread]>([])
 
     /// Traffic from `producers` threads to `hubs`.
     init(hubs: [Hub], producers: Int) {
@@ -56,7 +57,7 @@ final class BlockTraffic: Workload {
             let producerState = Producer(producer: producer, hubs: hubs, tallies: tallies)
             threads.withLock {
                 $0.append(
-                    SoakThread(name: name) {
+                    JoinableThread(name: name) {
                         while control.checkpoint(name) { producerState.round() }
                         producerState.releaseSlots()
                     })

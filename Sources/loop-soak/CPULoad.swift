@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import Synchronization
 
 /// Busy threads competing with the soak for the CPUs, as `stress --cpu K` does: each spins at normal priority
@@ -5,12 +6,12 @@ import Synchronization
 final class CPULoad: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let spins = Atomic<Int>(0)
-    private let threads = Mutex<[SoakThread]>([])
+    private let threads = Mutex<[JoinableThread]>([])
 
     /// Starts `count` spinning threads.
     init(threads count: Int) {
         for index in 0..<count {
-            let thread = SoakThread(name: "load-\(index)") { [self] in
+            let thread = JoinableThread(name: "load-\(index)") { [self] in
                 var local = 0
                 while !stopping.load(ordering: .relaxed) {
                     local &+= 1

@@ -1,3 +1,4 @@
+import RunLoopKitSystem
 import SplitMix64
 import Synchronization
 
@@ -6,7 +7,7 @@ import Synchronization
 ///
 /// Threading: ``start(_:control:seed:round:finally:)`` once, then ``join()`` from any thread.
 final class DriverThread: Sendable {
-    private let thread = Mutex<SoakThread?>(nil)
+    private let thread = Mutex<JoinableThread?>(nil)
 
     /// Starts driver `name`: `round(number, &random)` between checkpoints, then `finally` once the run ends.
     func start(
@@ -15,7 +16,7 @@ final class DriverThread: Sendable {
     ) {
         control.register(name)
         thread.withLock {
-            $0 = SoakThread(name: name) {
+            $0 = JoinableThread(name: name) {
                 var random = SplitMix64(seed: seed)
                 var number = 0
                 while control.checkpoint(name) {

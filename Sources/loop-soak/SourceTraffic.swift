@@ -1,4 +1,5 @@
 import RunLoopKit
+import RunLoopKitSystem
 import Synchronization
 
 /// Custom sources (`LoopSource`) signalled from other threads: on each hub, one in the default mode, one in the
@@ -16,7 +17,7 @@ final class SourceTraffic: Workload {
     private let performs: Tally
     private let replaced: Tally
     private let endpoints: [Endpoint]
-    private let thread = Mutex<SoakThread?>(nil)
+    private let thread = Mutex<JoinableThread?>(nil)
 
     /// Sources on every hub of `hubs`.
     init(hubs: [Hub]) throws {
@@ -44,7 +45,7 @@ final class SourceTraffic: Workload {
         let endpoints = endpoints
         let replaced = replaced
         thread.withLock {
-            $0 = SoakThread(name: name) {
+            $0 = JoinableThread(name: name) {
                 var round = 0
                 while control.checkpoint(name) {
                     for endpoint in endpoints { endpoint.post(24) }

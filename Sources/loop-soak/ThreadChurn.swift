@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopKitSystem
 import SplitMix64
 import Synchronization
 
@@ -243,12 +244,12 @@ final class ThreadChurn: Workload {
         private let exiting = Atomic<Bool>(false)
         private let wake = Semaphore()
         private let done = Semaphore()
-        private let thread = Mutex<SoakThread?>(nil)
+        private let thread = Mutex<JoinableThread?>(nil)
 
         /// Starts the poster thread; refused posts are counted in `refused`.
         func start(refused: Tally) {
             thread.withLock {
-                $0 = SoakThread(name: "churn-poster") { [self] in
+                $0 = JoinableThread(name: "churn-poster") { [self] in
                     while true {
                         wake.wait()
                         if exiting.load(ordering: .acquiring) { return }

@@ -67,7 +67,7 @@ extension Loop {
         in mode: Mode,
         _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try scheduleChecked(at: fireTime, tolerance: tolerance ?? .zero, in: mode, CallbackTimers.Stored(callback))
+        try scheduleChecked(at: fireTime, tolerance: tolerance, in: mode, CallbackTimers.Stored(callback))
     }
 
     /// Schedules a call of `function(argument)` once on the loop's thread at `fireTime` (or up to `tolerance`
@@ -121,8 +121,7 @@ extension Loop {
         _ function: @convention(c) (Int) -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try scheduleChecked(
-            at: fireTime, tolerance: tolerance ?? .zero, in: mode,
-            CallbackTimers.Stored(function: function, argument: argument))
+            at: fireTime, tolerance: tolerance, in: mode, CallbackTimers.Stored(function: function, argument: argument))
     }
 
     /// Schedules a call of `function(argument)` once `delay` from now; see ``schedule(at:tolerance:in:with:_:)``.
@@ -141,17 +140,11 @@ extension Loop {
     /// Both forms of ``schedule(at:tolerance:in:_:)`` with a tolerance or another mode: checks the tolerance.
     private func scheduleChecked(
         at fireTime: Instant,
-        tolerance: Duration,
+        tolerance: Duration?,
         in mode: Mode,
         _ callback: consuming CallbackTimers.Stored
     ) throws(LoopError) -> ScheduledCallback {
-        var toleranceNanoseconds: Int64 = 0
-        if !tolerance.isZero {
-            guard tolerance > .zero && tolerance <= LoopTimer.maximumInterval else {
-                throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
-            }
-            toleranceNanoseconds = tolerance.saturatingNanoseconds
-        }
+        let toleranceNanoseconds = try LoopTimer.checkedNanoseconds(ofTolerance: tolerance)
         return try schedule(at: fireTime.nanoseconds, tolerance: toleranceNanoseconds, in: mode, callback)
     }
 

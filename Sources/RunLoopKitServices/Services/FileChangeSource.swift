@@ -169,7 +169,7 @@ public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable
     }
 
     /// The inotify descriptor, until invalidation closed it (for tests that aim a fault at it).
-    var inotifyDescriptor: CInt? { withOwnedDescriptor { $0 } ?? nil }
+    var inotifyDescriptor: CInt? { withOwnedDescriptor { $0 } }
 
     // MARK: Delivery
 

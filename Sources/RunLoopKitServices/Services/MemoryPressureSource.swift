@@ -99,7 +99,7 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     }
 
     /// The armed pressure file's descriptor, until invalidation closed it (for tests).
-    var pressureDescriptor: CInt? { withOwnedDescriptor { $0 } ?? nil }
+    var pressureDescriptor: CInt? { withOwnedDescriptor { $0 } }
 
     /// What the loop saw on the pressure file: the trigger fired (`EPOLLPRI`), or the file went away (`EPOLLERR`).
     /// Loop thread only.

@@ -2,6 +2,7 @@ import Glibc
 import Testing
 
 @testable import RunLoopKit
+@testable import RunLoopKitServices
 
 /// The `async` forms of the process-event sources: `await` a child's exit, `for try await` a signal's deliveries;
 /// cancelling the task removes the item.
@@ -28,13 +29,7 @@ import Testing
         let sleeper = ChildProcess.sleeping(seconds: 600)
         defer { ChildProcess.killAndReap(sleeper) }
         let before = running.loop.itemCounts(in: .default).descriptorSources
-        let waiting = Task { try await running.loop.waitForExit(of: sleeper) }
-        // The pidfd's source joins the loop once the task runs. A generous deadline: in the full suite, other tests'
-        // blocking waits can hold both cooperative threads of a 2-CPU machine for seconds before the task starts.
-        let joined = await awaitCondition(timeout: .seconds(120)) {
-            running.loop.itemCounts(in: .default).descriptorSources == before + 1
-        }
-        #expect(joined, "the wait's source never joined: \(running.loop.itemCounts(in: .default))")
+        let waiting = await Self.startWaitingForExit(of: sleeper, on: running.loop)
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
         #expect(await awaitCondition { running.loop.itemCounts(in: .default).descriptorSources == before })
@@ -46,15 +41,25 @@ import Testing
         let running = ItemsSupport.startRunningLoop(timeout: .seconds(120))
         let sleeper = ChildProcess.sleeping(seconds: 600)
         defer { ChildProcess.killAndReap(sleeper) }
-        let before = running.loop.itemCounts(in: .default).descriptorSources
-        let waiting = Task { try await running.loop.waitForExit(of: sleeper) }
-        let joined = await awaitCondition(timeout: .seconds(120)) {
-            running.loop.itemCounts(in: .default).descriptorSources == before + 1
-        }
-        #expect(joined)
+        let waiting = await Self.startWaitingForExit(of: sleeper, on: running.loop)
         running.finish()  // The loop's thread exits.
         await #expect { try await waiting.value } throws: { ($0 as? LoopError)?.code == .loopTerminated }
         #expect(!ChildProcess.isReaped(sleeper))
+    }
+
+    /// Starts a task waiting for `pid`'s exit on `loop`, and waits until the wait's source has joined the loop.
+    private static func startWaitingForExit(
+        of pid: pid_t, on loop: Loop
+    ) async -> Task<ChildExitStatus, any Error> {
+        let before = loop.itemCounts(in: .default).descriptorSources
+        let waiting = Task { try await loop.waitForExit(of: pid) }
+        // The pidfd's source joins the loop once the task runs. A generous deadline: in the full suite, other tests'
+        // blocking waits can hold both cooperative threads of a 2-CPU machine for seconds before the task starts.
+        let joined = await awaitCondition(timeout: .seconds(120)) {
+            loop.itemCounts(in: .default).descriptorSources == before + 1
+        }
+        #expect(joined, "the wait's source never joined: \(loop.itemCounts(in: .default))")
+        return waiting
     }
 
     @Test func waitingForANonChildThrows() async {

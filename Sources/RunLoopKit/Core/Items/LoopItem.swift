@@ -132,7 +132,8 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
         }
     }
 
-    /// ``invalidate()``'s work for a source, an observer or a descriptor-backed source, once marked invalid.
+    /// ``invalidate()``'s work for a source, an observer or a descriptor-backed source, once marked invalid (a timer
+    /// has its own path there).
     @inline(never)
     private final func finishInvalidationOfOtherKinds() {
         switch kind {
@@ -141,7 +142,7 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
             source.signalled.store(false, ordering: .releasing)
             withOwner { $0.detachEverywhere(.source(source)) }
         case .timer:
-            withOwner { $0.detachEverywhere(.timer(unsafeDowncast(self, to: LoopTimer.self))) }  // Not reached.
+            break
         case .observer:
             withOwner { $0.detachEverywhere(.observer(unsafeDowncast(self, to: LoopObserver.self))) }
         case .descriptor:

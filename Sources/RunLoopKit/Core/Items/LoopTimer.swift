@@ -91,14 +91,8 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {
             }
             intervalNanoseconds = max(interval.saturatingNanoseconds, 1)
         }
-        var toleranceNanoseconds: Int64 = 0
-        if let tolerance, !tolerance.isZero {  // The common case, checked without `Duration`'s out-of-line calls.
-            guard tolerance > .zero && tolerance <= Self.maximumInterval else {
-                throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
-            }
-            toleranceNanoseconds = tolerance.saturatingNanoseconds
-            if intervalNanoseconds > 0 { toleranceNanoseconds = min(toleranceNanoseconds, intervalNanoseconds / 2) }
-        }
+        var toleranceNanoseconds = try Self.checkedNanoseconds(ofTolerance: tolerance)
+        if intervalNanoseconds > 0 { toleranceNanoseconds = min(toleranceNanoseconds, intervalNanoseconds / 2) }
         self.handler = handler
         self.intervalNanoseconds = intervalNanoseconds
         self.toleranceNanoseconds = toleranceNanoseconds
@@ -121,6 +115,18 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {
             order: order,
             handler: handler
         )
+    }
+
+    /// `tolerance` in nanoseconds (0 for `nil`), once checked: what timers and one-shot callbacks accept.
+    /// - Throws: ``LoopError/Code/invalidTolerance`` for a negative tolerance or one above ``maximumInterval``.
+    @inline(__always)
+    static func checkedNanoseconds(ofTolerance tolerance: Duration?) throws(LoopError) -> Int64 {
+        // The common case, no tolerance, is told without `Duration`'s out-of-line calls.
+        guard let tolerance, !tolerance.isZero else { return 0 }
+        guard tolerance > .zero && tolerance <= maximumInterval else {
+            throw LoopError(.invalidTolerance, message: "a tolerance must be in [0, 16 years], got \(tolerance)")
+        }
+        return tolerance.saturatingNanoseconds
     }
 
     /// The next time the timer will fire (inside its handler: the time being fired). Safe from any thread.
