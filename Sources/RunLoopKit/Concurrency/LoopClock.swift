@@ -35,11 +35,20 @@ public struct LoopClock: Clock {
 
     /// Suspends the calling task until `deadline`, by a one-shot timer on ``loop`` in ``mode`` that may fire up to
     /// `tolerance` late (`nil`: zero). Any task.
-    /// - Throws: `CancellationError` when the task is cancelled (before or during the sleep; its timer is removed
-    ///   at once); ``LoopError/Code/loopTerminated`` when the loop's thread exits first;
-    ///   ``LoopError/Code/invalidTolerance`` for a negative tolerance.
+    ///
+    /// Unlike `Task.sleep`, the wake-up is one of the loop's own timer events: it comes in the loop's pass order, only
+    /// while ``mode`` runs, and shares the loop's wake-ups within `tolerance`. A deadline in the past fires in the
+    /// loop's next pass of the mode.
+    /// - Throws: `CancellationError` when the task is cancelled (before the call, without touching the loop, or
+    ///   during the sleep: its timer is invalidated at once); ``LoopError/Code/loopTerminated`` when the loop's
+    ///   thread exits first (or had exited); ``LoopError/Code/invalidTolerance`` for a negative tolerance.
     public func sleep(until deadline: Loop.Instant, tolerance: Duration? = nil) async throws {
-        try await loop.sleep(until: deadline, tolerance: tolerance, in: mode)
+        try await LoopWaiter<Void>.waitForItem(on: loop, in: mode) { waiter, dropped throws(LoopError) in
+            try LoopTimer(at: deadline, tolerance: tolerance) { _ in
+                dropped.keepAlive()
+                waiter.finish(.success(()))
+            }
+        }
     }
 }
 

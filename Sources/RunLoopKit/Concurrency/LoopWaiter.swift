@@ -125,7 +125,7 @@ extension LoopWaiter {
     /// (cancelled), and the wait throws ``LoopError/Code/loopTerminated`` if the loop's thread exits first (the loop
     /// then releases the item, and `dropped` with it). What `make` and the add throw, the wait throws. Any thread.
     ///
-    /// The shape of every wait on one item: `Loop`'s sleeps (``LoopClock``) and RunLoopKitServices' `waitForExit`.
+    /// The shape of every wait on one item: ``LoopClock``'s sleeps and RunLoopKitServices' `waitForExit`.
     nonisolated(nonsending) package static func waitForItem<Item: LoopItem>(
         on loop: Loop,
         in mode: Loop.Mode,
