@@ -291,6 +291,7 @@ extension Loop {
         guard let firstSourceEvent = (0..<count).first(where: { buffer[$0].data.u64 > Poller.lastLoopTag }) else {
             return handled
         }
+        descriptorTable.reportedSinceHostPass = true
         var ready = scratch.readyDescriptors.take()
         for index in firstSourceEvent..<count {
             let tag = buffer[index].data.u64

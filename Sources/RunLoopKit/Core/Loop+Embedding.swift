@@ -34,9 +34,10 @@ extension Loop {
     /// `mode` must be a mode, not ``Mode/common`` (a set of modes, which CF's `CFRunLoopRunInMode` answers with
     /// "finished" at once): such a pass would run nothing and leave the host waiting for good, so it traps, saying so.
     /// - Returns: `true` when work is ready already (queued on the loop's own thread, sent by another thread during
-    ///   the pass, or a timer that is due or due within 20 µs, sooner than a wait could end): call again before
-    ///   waiting. `false`: wait until ``pollDescriptor`` is
-    ///   readable, then call again.
+    ///   the pass, a timer that is due or due within 20 µs, sooner than a wait could end, or a descriptor source
+    ///   still ready because its handler left data unread): call again before waiting. `false`: wait until
+    ///   ``pollDescriptor`` is readable, then call again. A host may wait level- or edge-triggered: after `false`,
+    ///   every new piece of work makes the descriptor readable anew.
     @discardableResult
     public func runPass(in mode: Mode = .default) -> Bool {
         preconditionOnLoopThread("runPass(in:)")
@@ -49,11 +50,29 @@ extension Loop {
             // the epoll set (edge-triggered), so the pass's own epoll_wait reports it.
             poller.finishWaiting()
         }
+        descriptorTable.reportedSinceHostPass = false
         _ = run(
             mode: mode, deadline: .min, pollOnce: true, returnAfterSourceHandled: false, hostPass: true)
         // A mode not named yet comes into being, so items added to it later wake the host.
-        if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && armTimer(until: .max) { return false }
+        if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && armTimer(until: .max)
+            && !isStillReadyAfterReports()
+        {
+            return false
+        }
         poller.finishWaiting()
         return true
+    }
+
+    /// Whether the epoll set is still readable after a pass whose wait reported descriptor sources: a handler that
+    /// read part of what was ready leaves its level-triggered entry ready, which a host waiting edge-triggered on
+    /// ``pollDescriptor`` (CF's run loop adds its ports so) would never be told of again. A `poll(2)` only after such
+    /// a pass; wake-ups, timers and Dispatch's main queue are edge-triggered and need none. Loop thread only.
+    private func isStillReadyAfterReports() -> Bool {
+        guard descriptorTable.reportedSinceHostPass else { return false }
+        do {
+            return try Poll.isReadable(poller.epoll)
+        } catch {
+            trap("RunLoopKit: cannot poll the loop's own epoll set: \(error)")
+        }
     }
 }

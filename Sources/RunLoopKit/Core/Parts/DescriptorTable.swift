@@ -14,4 +14,8 @@ struct DescriptorTable {
     /// handlers are still to be told (``DescriptorBackedSource/Events/invalid``) in a pass of one of the modes they
     /// were in. Rare, so allocating here is fine.
     var failed: [(source: DescriptorBackedSource, modeIDs: [Int])] = []
+    /// Whether a wait reported a descriptor source's readiness since ``Loop/runPass(in:)`` last looked: such a
+    /// level-triggered entry stays ready in the epoll set while its handler left data unread, and a host waiting
+    /// edge-triggered on the set would then never hear of it again.
+    var reportedSinceHostPass = false
 }
