@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "RunLoopKitAsyncMain", targets: ["RunLoopKitAsyncMain"]),
         // Opt-in: the GLib bridge, both ways (GLib is loaded at run time: building needs no GLib; see its docs).
         .library(name: "RunLoopKitGLib", targets: ["RunLoopKitGLib"]),
+        // Opt-in: the Foundation bridge, both ways (a loop and Foundation's RunLoop on one thread; imports Foundation).
+        .library(name: "RunLoopKitFoundation", targets: ["RunLoopKitFoundation"]),
     ],
     targets: [
         // What Swift's Glibc module leaves out (the epoll, eventfd, timerfd and pidfd calls), libdispatch's main-queue
@@ -56,6 +58,12 @@ let package = Package(
         .target(
             name: "RunLoopKitGLib",
             dependencies: ["RunLoopKit", "RunLoopKitSystem", "CRunLoopShims", "CRunLoopKitGLib"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The one module that imports Foundation: joins a loop and Foundation's RunLoop on one thread.
+        .target(
+            name: "RunLoopKitFoundation",
+            dependencies: ["RunLoopKit", "RunLoopKitSystem"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -101,11 +109,19 @@ let package = Package(
             path: "Tests/glib-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The Foundation bridge on the process's real main thread, with the real Foundation: a test executable that
+        // RunLoopKitTests runs in child processes.
+        .executableTarget(
+            name: "foundation-check",
+            dependencies: ["RunLoopKit", "RunLoopKitFoundation"],
+            path: "Tests/foundation-check",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "RunLoopKitTests",
             dependencies: [
-                "RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "RunLoopKitGLib", "SplitMix64",
-                "main-loop-check", "glib-check", "loop-demo",
+                "RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "RunLoopKitGLib", "RunLoopKitFoundation",
+                "SplitMix64", "main-loop-check", "glib-check", "foundation-check", "loop-demo",
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

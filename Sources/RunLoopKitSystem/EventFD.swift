@@ -31,17 +31,20 @@ package enum EventFD {
         }
     }
 
-    /// Resets the counter to zero; `EAGAIN` (already zero) counts as success.
+    /// Resets the counter to zero and answers whether it was above zero; `EAGAIN` (already zero: someone else read
+    /// it first) counts as success and answers `false`.
     ///
     /// The corresponding C call is `read(2)`.
-    package static func drain(_ descriptor: CInt) throws(SystemError) {
+    @discardableResult
+    package static func drain(_ descriptor: CInt) throws(SystemError) -> Bool {
         var value: UInt64 = 0
         do {
             _ = try retryingOnInterrupt("read", on: descriptor) {
                 Glibc.read(descriptor, &value, MemoryLayout<UInt64>.size)
             }
+            return true
         } catch let error where error.errno == EAGAIN {
-            return
+            return false
         }
     }
 }

@@ -40,6 +40,15 @@ extension Loop {
     ///   every new piece of work makes the descriptor readable anew.
     @discardableResult
     public func runPass(in mode: Mode = .default) -> Bool {
+        runPass(in: mode, hostServesMainQueue: false)
+    }
+
+    /// ``runPass(in:)`` for a host that serves Dispatch's main queue itself, as CF's run loop does on the main thread
+    /// in its common modes (the Foundation bridge): with `hostServesMainQueue`, the pass leaves the queue to the host
+    /// and stops watching its eventfd, so its posts wake the host alone and never cost the loop an empty pass. Runs
+    /// of the loop's own nested in the pass serve the queue as usual. Loop thread only.
+    @discardableResult
+    package func runPass(in mode: Mode, hostServesMainQueue: Bool) -> Bool {
         preconditionOnLoopThread("runPass(in:)")
         require(
             mode != .common,
@@ -51,8 +60,14 @@ extension Loop {
             poller.finishWaiting()
         }
         descriptorTable.reportedSinceHostPass = false
+        let outerHostServedDepth = mainQueue.hostServedDepth
+        if hostServesMainQueue && isMain {
+            detachMainQueue()
+            mainQueue.hostServedDepth = runStack.depth + 1  // The depth the pass runs at.
+        }
         _ = run(
             mode: mode, deadline: .min, pollOnce: true, returnAfterSourceHandled: false, hostPass: true)
+        mainQueue.hostServedDepth = outerHostServedDepth
         // A mode not named yet comes into being, so items added to it later wake the host.
         if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && armTimer(until: .max)
             && !isStillReadyAfterReports()
@@ -75,4 +90,8 @@ extension Loop {
             trap("RunLoopKit: cannot poll the loop's own epoll set: \(error)")
         }
     }
+
+    /// How many runs of this loop are in progress on its thread (0 outside any run; a nested run adds one). Loop
+    /// thread only; for bridges that must tell a run they started from one nested in it.
+    package var runDepth: Int { runStack.depth }
 }

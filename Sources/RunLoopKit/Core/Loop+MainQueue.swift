@@ -17,6 +17,10 @@ struct MainQueueService {
     var hasWork = false
     /// A drain is running: nested runs inside main-queue work do not drain again (as in CF).
     var isDraining = false
+    /// The run depth of a host pass whose host serves the main queue itself (``Loop/runPass(in:hostServesMainQueue:)``),
+    /// `-1` when there is none (depths start at 0, outside any run): that pass leaves the queue to the host; runs
+    /// nested in it serve it as usual.
+    var hostServedDepth = -1
 }
 
 extension Loop {
@@ -61,7 +65,18 @@ extension Loop {
     /// Loop thread only.
     @inline(__always)
     func servesMainQueue(in state: ModeState) -> Bool {
-        isMain && state.isCommon && !mainQueue.isDraining && control.servesMainQueue.load(ordering: .relaxed)
+        isMain && state.isCommon && !mainQueue.isDraining && mainQueue.hostServedDepth != runStack.depth
+            && control.servesMainQueue.load(ordering: .relaxed)
+    }
+
+    /// Stops watching Dispatch's main-queue eventfd, for a host that serves the main queue itself: its posts then
+    /// wake only the host. A run of the loop's own that serves the queue watches it again from its entry. Loop thread
+    /// only.
+    func detachMainQueue() {
+        guard let descriptor = mainQueue.descriptor else { return }
+        poller.unregister(descriptor)
+        mainQueue.descriptor = nil
+        mainQueue.hasWork = false  // The host's to serve.
     }
 
     /// Puts libdispatch's main-queue eventfd in the epoll set, the first time a run serves the main queue (at its
@@ -109,8 +124,10 @@ extension Loop {
             return false
         }
         mainQueue.hasWork = false
-        // Read before draining: work queued during the drain writes the eventfd again and is seen next pass.
-        try? EventFD.drain(descriptor)
+        // Read before draining: work queued during the drain writes the eventfd again and is seen next pass. Found
+        // already read, the queue was served by someone else on this thread since it reported (a host that serves it,
+        // such as CF's run loop, or a drain this run is nested in): nothing is left to drain.
+        guard (try? EventFD.drain(descriptor)) == true else { return false }
         mainQueue.isDraining = true
         MetricsKeeper.bump(metricsKeeper.mainQueueDrains)
         DispatchMainQueue.drain()

@@ -84,9 +84,9 @@ extension Loop {
             control.stopRequested.store(false, ordering: .relaxed)
             control.wakeRequested.store(false, ordering: .relaxed)
         }
-        if servesMainQueue(in: state) { attachMainQueue() }
         let startedAt = metricsEnterRun()
         let outer = runStack.push(state, deadline: pollOnce ? startedAt : deadline)
+        if servesMainQueue(in: state) { attachMainQueue() }
         setRunningMode(name)
         enter(state)
 

@@ -99,7 +99,7 @@ public final class SignalSource: DescriptorBackedSource, @unchecked Sendable {  
     /// On the loop's thread: takes the deliveries counted since the last call and hands them to the handler.
     private func deliver(_ events: Events) {
         guard !events.contains(.invalid), isValid else { return }  // The eventfd is ours: only a refused change fails.
-        let drained = withOwnedDescriptor { descriptor in
+        let drained: Void? = withOwnedDescriptor { descriptor in
             do {
                 try EventFD.drain(descriptor)
             } catch {

@@ -167,6 +167,12 @@ final class Poller: Sendable {
         }
     }
 
+    /// Takes one of the loop's own descriptors added by ``register(_:events:tag:)`` out of the epoll set again. Loop
+    /// thread only (the main queue's eventfd, when a host serves the main queue itself).
+    func unregister(_ descriptor: CInt) {
+        _ = withRegistrations { registrations in registrations.remove(descriptor) }
+    }
+
     /// Runs `body` with the descriptor sources' entries of the epoll set, holding the lock every change of one
     /// takes; answers what `body` answers, or `nil` without running it once the set is closed (the loop's thread
     /// exited), or in a child of `fork()` for a poller made before it (the parent's set: never changed from a

@@ -1,0 +1,62 @@
+import CoreFoundation
+import Foundation
+import RunLoopKit
+
+/// The Foundation bridge: a loop and Foundation's `RunLoop` on one thread, whichever of the two runs it.
+extension Loop {
+    /// Joins this loop and Foundation's run loop of its thread, both ways: while Foundation runs the thread
+    /// (`RunLoop.main.run()`, `RunLoop.current.run(mode:before:)`), every item of the loop runs inside Foundation's
+    /// iterations; while the loop runs it (``run()``), Foundation's `Timer`s, `RunLoop.perform` blocks,
+    /// `NotificationQueue` and `FileHandle` notifications run inside the loop's passes. No polling either way.
+    ///
+    /// ```
+    /// try Loop.main.bridgeToFoundation()   // then RunLoop.main.run(), or Loop.main.run(): both serve both
+    /// ```
+    ///
+    /// ``main`` may be bridged from any thread; another loop only from its own thread (Foundation offers no other
+    /// thread's `RunLoop`). See ``FoundationBridge`` for how each direction works and what it costs.
+    ///
+    /// - Parameter mode: The loop's mode that Foundation's iterations run; default ``Mode/default``. In the other
+    ///   direction Foundation runs, in its mode of the same name, whenever the loop runs one of its common modes.
+    /// - Returns: The bridge, whose ``FoundationBridge/invalidate()`` parts the two loops. It lasts until then,
+    ///   whether or not the result is kept.
+    /// - Throws: ``FoundationBridgeError/Code/alreadyBridged`` when the loop is bridged already;
+    ///   ``FoundationBridgeError/Code/notOnLoopThread`` for a loop other than ``main`` called from another thread;
+    ///   ``FoundationBridgeError/Code/invalidMode`` for ``Mode/common``;
+    ///   ``FoundationBridgeError/Code/loopTerminated`` when the loop's thread has exited.
+    @discardableResult
+    public func bridgeToFoundation(mode: Mode = .default) throws(FoundationBridgeError) -> FoundationBridge {
+        guard mode != .common else {
+            throw FoundationBridgeError(
+                .invalidMode, message: "Foundation runs one mode of the loop at a time; .common names a set of modes")
+        }
+        guard !isTerminated else {
+            throw FoundationBridgeError(.loopTerminated, message: "\(self): its thread has exited")
+        }
+        let runLoop: CFRunLoop
+        if isMain {
+            runLoop = CFRunLoopGetMain()
+        } else if isCurrent {
+            runLoop = CFRunLoopGetCurrent()
+        } else {
+            throw FoundationBridgeError(
+                .notOnLoopThread,
+                message: "\(self) can only be bridged on its own thread: Foundation gives no other thread's RunLoop")
+        }
+        let bridge = FoundationBridge(loop: self, mode: mode, runLoop: runLoop)
+        if let existing = FoundationBridgeRegistry.insert(bridge) {
+            bridge.invalidate()
+            throw FoundationBridgeError(
+                .alreadyBridged,
+                message:
+                    "\(self) is bridged to Foundation already (mode \(existing.mode)); invalidate that bridge first")
+        }
+        do {
+            try bridge.addLoopSide()
+        } catch {
+            bridge.invalidate()
+            throw FoundationBridgeError(.loopTerminated, message: "\(self) refused the bridge's items: \(error)")
+        }
+        return bridge
+    }
+}
