@@ -21,6 +21,7 @@ let scenarios: [String: () -> Void] = [
     "main-actor-handlers": mainActorHandlersScenario,
     "poll-interrupted": pollInterruptedScenario,
     "poll-fails": pollFailsScenario,
+    "host-serves-main-queue": hostServesMainQueueScenario,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -37,6 +37,9 @@ import Testing
         Scenario(name: "assume-isolated", shows: "a handler on the main loop can assume main-actor isolation"),
         Scenario(name: "opt-out", shows: "the main loop can ignore the main queue"),
         Scenario(
+            name: "host-serves-main-queue",
+            shows: "a poll() host that serves the main queue itself: each block runs once, the loop drains no empty queue"),
+        Scenario(
             name: "main-actor-handlers",
             shows: "@MainActor handlers of every item kind run on Loop.main; other loops refuse them"),
     ]
