@@ -22,6 +22,7 @@ let scenarios: [String: () -> Void] = [
     "poll-interrupted": pollInterruptedScenario,
     "poll-fails": pollFailsScenario,
     "host-serves-main-queue": hostServesMainQueueScenario,
+    "drained-behind-the-loop": drainedBehindTheLoopScenario,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -38,7 +38,10 @@ import Testing
         Scenario(name: "opt-out", shows: "the main loop can ignore the main queue"),
         Scenario(
             name: "host-serves-main-queue",
-            shows: "a poll() host that serves the main queue itself: each block runs once, the loop drains no empty queue"),
+            shows: "a poll() host that serves the main queue itself: each block runs once, by the host"),
+        Scenario(
+            name: "drained-behind-the-loop",
+            shows: "main-queue work drained by someone else after the loop was told of it is not drained again"),
         Scenario(
             name: "main-actor-handlers",
             shows: "@MainActor handlers of every item kind run on Loop.main; other loops refuse them"),
