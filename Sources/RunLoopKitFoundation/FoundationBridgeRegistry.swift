@@ -9,8 +9,10 @@ enum FoundationBridgeRegistry {
     /// Records `bridge` for its loop; answers the bridge already recorded instead, if any (then nothing changes).
     static func insert(_ bridge: FoundationBridge) -> FoundationBridge? {
         bridges.withLock { bridges in
+            // Loops whose threads exited keep no entry (nor their Loop object) alive.
+            bridges = bridges.filter { $0.value.isValid && !$0.value.loop.isTerminated }
             let key = ObjectIdentifier(bridge.loop)
-            if let existing = bridges[key], existing.isValid { return existing }
+            if let existing = bridges[key] { return existing }
             bridges[key] = bridge
             return nil
         }

@@ -68,6 +68,7 @@ public final class GLibAttachment: @unchecked Sendable {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         glib.sourceDestroy(source)
         glib.sourceUnref(source)  // The source is not touched again: `valid` is false.
+        GLibBridgeRegistry.forget(self)
     }
 
     /// The attachment a GSource made by ``init(loop:context:mode:priority:glib:)`` belongs to.

@@ -131,6 +131,7 @@ public final class GLibDriver: @unchecked Sendable {
             loop.isCurrent,
             "RunLoopKitGLib: GLibDriver.invalidate() must be called on the thread of the loop that drives the context")
         guard valid.exchange(false, ordering: .relaxed) else { return }
+        GLibBridgeRegistry.forget(self)
         if dispatchDepth == 0 { teardown() }
     }
 

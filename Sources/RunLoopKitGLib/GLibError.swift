@@ -21,6 +21,9 @@ public struct GLibError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A mode the bridge cannot use: a loop runs one mode at a time in GLib, and ``RunLoopKit/Loop/Mode/common``
         /// names a set of modes.
         public static let invalidMode = Code("invalidMode")
+        /// The loop is attached to a GLib context already (``RunLoopKit/Loop/attachToGLib(context:mode:priority:)``),
+        /// or drives one already (``RunLoopKit/Loop/driveGLib(context:mode:)``): invalidate that bridge first.
+        public static let alreadyBridged = Code("alreadyBridged")
         /// The loop cannot take the bridge's items: its thread has exited, or a system call failed (see the message).
         public static let loopRefused = Code("loopRefused")
 

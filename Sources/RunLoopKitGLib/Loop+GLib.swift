@@ -28,7 +28,8 @@ extension Loop {
     ///   until then, whether or not the result is kept.
     /// - Throws: ``GLibError/Code/libraryUnavailable`` when GLib is not installed (``GLibError/Code/symbolMissing``:
     ///   too old); ``GLibError/Code/invalidMode`` for ``Mode/common``; ``GLibError/Code/loopRefused`` when the
-    ///   loop's thread has exited.
+    ///   loop's thread has exited; ``GLibError/Code/alreadyBridged`` when the loop is attached already (a second
+    ///   attachment would run every pass twice): invalidate the first to attach again.
     @discardableResult
     public func attachToGLib(
         context: OpaquePointer? = nil, mode: Mode = .default, priority: Int32 = 0
@@ -39,7 +40,9 @@ extension Loop {
                 .invalidMode, message: "a loop runs one mode at a time in GLib; .common names a set of modes")
         }
         guard !isTerminated else { throw GLibError(.loopRefused, message: "\(self): its thread has exited") }
-        return GLibAttachment(loop: self, context: context, mode: mode, priority: priority, glib: glib)
+        return try GLibBridgeRegistry.attach(self, isValid: { $0.isValid }) { () throws(GLibError) in
+            GLibAttachment(loop: self, context: context, mode: mode, priority: priority, glib: glib)
+        }
     }
 
     /// Drives a GLib main context from this loop, for a thread that RunLoopKit owns (``run()``). Loop thread only
@@ -62,11 +65,13 @@ extension Loop {
     /// - Throws: ``GLibError/Code/libraryUnavailable`` or ``GLibError/Code/symbolMissing`` as above;
     ///   ``GLibError/Code/contextOwnedElsewhere`` when another thread has acquired the context;
     ///   ``GLibError/Code/loopRefused`` when the loop cannot take the driver's items (no descriptor left for its
-    ///   epoll set, say).
+    ///   epoll set, say); ``GLibError/Code/alreadyBridged`` when the loop drives a context already.
     @discardableResult
     public func driveGLib(context: OpaquePointer? = nil, mode: Mode = .common) throws(GLibError) -> GLibDriver {
         require(isCurrent, "RunLoopKitGLib: Loop.driveGLib(context:mode:) must be called on the loop's own thread")
         let glib = try GLibFunctions.shared()
-        return try GLibDriver(loop: self, context: context, mode: mode, glib: glib)
+        return try GLibBridgeRegistry.drive(self, isValid: { $0.isValid }) { () throws(GLibError) in
+            try GLibDriver(loop: self, context: context, mode: mode, glib: glib)
+        }
     }
 }

@@ -156,6 +156,30 @@ struct GLibAttachmentTests {
         source.invalidate()
     }
 
+    /// A second attachment of one loop would run every pass twice: it is refused, the first stays, and once the
+    /// first is invalidated the loop can be attached again.
+    @Test func aSecondAttachmentIsRefusedUntilTheFirstIsInvalidated() throws {
+        let host = GLibHostThread()
+        let outcome: String = host.onThread {
+            do {
+                try host.loop.attachToGLib(context: host.context)
+                return "accepted"
+            } catch {
+                return "\((error as? GLibError)?.code.description ?? "\(error)")"
+            }
+        }
+        #expect(outcome == "alreadyBridged")
+        #expect(host.attachment.isValid)
+        let reattached: Bool = host.onThread {
+            host.attachment.invalidate()
+            guard let again = try? host.loop.attachToGLib(context: host.context) else { return false }
+            again.invalidate()
+            return true
+        }
+        #expect(reattached)
+        host.stop()
+    }
+
     @Test func theCommonPseudoModeIsRefused() throws {
         #expect(throws: GLibError.self) { try Loop.current.attachToGLib(mode: .common) }
         do {

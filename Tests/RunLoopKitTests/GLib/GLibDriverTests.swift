@@ -311,6 +311,22 @@ struct GLibDriverTests {
         observer.invalidate()
     }
 
+    /// Driving twice would iterate the context twice per pass (the thread's second acquire succeeds): refused.
+    @Test func aSecondDriverOfOneLoopIsRefused() throws {
+        let driving = GLibDrivingThread()
+        let outcome: String = driving.onThread {
+            do {
+                try driving.loop.driveGLib(context: driving.context)
+                return "accepted"
+            } catch {
+                return "\((error as? GLibError)?.code.description ?? "\(error)")"
+            }
+        }
+        #expect(outcome == "alreadyBridged")
+        #expect(driving.driver.isValid)
+        driving.stop()
+    }
+
     @Test func aContextAnotherThreadIteratesIsRefused() throws {
         let glibOnly = GLibOnlyThread { _ in }
         nonisolated(unsafe) let context = glibOnly.context
