@@ -40,9 +40,10 @@ extension Loop {
                 .invalidMode, message: "a loop runs one mode at a time in GLib; .common names a set of modes")
         }
         guard !isTerminated else { throw GLibError(.loopRefused, message: "\(self): its thread has exited") }
-        return try GLibBridgeRegistry.attach(self, isValid: { $0.isValid }) { () throws(GLibError) in
+        let make = { () throws(GLibError) in
             GLibAttachment(loop: self, context: context, mode: mode, priority: priority, glib: glib)
         }
+        return try GLibBridgeRegistry.attach(self, isValid: { $0.isValid }, make: make)
     }
 
     /// Drives a GLib main context from this loop, for a thread that RunLoopKit owns (``run()``). Loop thread only
@@ -70,8 +71,7 @@ extension Loop {
     public func driveGLib(context: OpaquePointer? = nil, mode: Mode = .common) throws(GLibError) -> GLibDriver {
         require(isCurrent, "RunLoopKitGLib: Loop.driveGLib(context:mode:) must be called on the loop's own thread")
         let glib = try GLibFunctions.shared()
-        return try GLibBridgeRegistry.drive(self, isValid: { $0.isValid }) { () throws(GLibError) in
-            try GLibDriver(loop: self, context: context, mode: mode, glib: glib)
-        }
+        let make = { () throws(GLibError) in try GLibDriver(loop: self, context: context, mode: mode, glib: glib) }
+        return try GLibBridgeRegistry.drive(self, isValid: { $0.isValid }, make: make)
     }
 }
