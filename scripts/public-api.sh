@@ -16,7 +16,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
-MODULES=(RunLoopKit RunLoopKitServices RunLoopKitGLib RunLoopKitAsyncMain)
+MODULES=(RunLoopKit RunLoopKitServices RunLoopKitGLib RunLoopKitFoundation RunLoopKitAsyncMain)
 SCRATCH=.build-docs  # Shared with scripts/docs.sh, which builds two of these modules.
 GRAPHS=$SCRATCH/symbol-graphs
 scripts/symbol-graphs.sh "$SCRATCH" "${MODULES[@]}"

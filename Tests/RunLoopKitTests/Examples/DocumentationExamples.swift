@@ -30,8 +30,12 @@ struct DocumentationExample: Sendable, CustomTestStringConvertible {
 
     /// Whether the block is an `async` main served by `Loop.main`, which links the `RunLoopKitAsyncMain` product.
     var usesAsyncMainProduct: Bool { code.split(separator: "\n").contains("import RunLoopKitAsyncMain") }
-    /// Whether the block imports the opt-in services product (signals, child exits, systemd, ...).
-    var usesServicesProduct: Bool { code.split(separator: "\n").contains("import RunLoopKitServices") }
+    /// The opt-in library products the block imports besides `RunLoopKit` (services, the Foundation bridge), whose
+    /// objects it links; the async-main product is ``usesAsyncMainProduct``.
+    var optInProducts: [String] {
+        let lines = code.split(separator: "\n")
+        return ["RunLoopKitServices", "RunLoopKitFoundation"].filter { lines.contains("import \($0)"[...]) }
+    }
 
     /// The `"…"` strings that directly follow `marker` in the code.
     private func quoted(after marker: String) -> [String] {
@@ -173,15 +177,15 @@ struct ExampleBuilder: Sendable {
         return nil
     }
 
-    /// The object files to link: the library, its system layer and C shims, plus the opt-in services and async-main
-    /// products when asked for.
+    /// The object files to link: the library, its system layer and C shims, plus the opt-in products (services, the
+    /// Foundation bridge) and the async-main product when asked for.
     ///
     /// Taken from the link list SwiftPM wrote for a product that links them (the test bundle's own, or
     /// async-main-check's), not from the folders: a folder keeps the objects of source files renamed or deleted
     /// since, which would link twice.
-    func objects(asyncMain: Bool, services: Bool) throws -> [String] {
+    func objects(asyncMain: Bool, products: [String]) throws -> [String] {
         var folders = ["RunLoopKit.build", "RunLoopKitSystem.build", "CRunLoopShims.build"]
-        if services { folders.append("RunLoopKitServices.build") }
+        folders += products.map { "\($0).build" }
         if asyncMain { folders += ["RunLoopKitAsyncMain.build", "CRunLoopKitAsyncMain.build"] }
         let product = asyncMain ? "async-main-check" : "RunLoopKitPackageTests"
         let list = buildFolder.appendingPathComponent("\(product).product/Objects.LinkFileList")
@@ -197,7 +201,7 @@ struct ExampleBuilder: Sendable {
     }
 
     /// The `swiftc` arguments that build `source` into `executable` in Swift 6 language mode.
-    func compilerArguments(source: URL, executable: URL, asyncMain: Bool, services: Bool) throws -> [String] {
+    func compilerArguments(source: URL, executable: URL, asyncMain: Bool, products: [String]) throws -> [String] {
         let build = buildFolder.path
         let shimsHeaders = DocumentationExamples.packageRoot.appendingPathComponent("Sources/CRunLoopShims/include")
         var arguments = [
@@ -209,7 +213,7 @@ struct ExampleBuilder: Sendable {
             arguments += ["-Xcc", "-fmodule-map-file=\(build)/CRunLoopKitAsyncMain.build/module.modulemap"]
         }
         if let sanitizer { arguments.append("-sanitize=\(sanitizer)") }
-        return arguments + (try objects(asyncMain: asyncMain, services: services)) + ["-o", executable.path]
+        return arguments + (try objects(asyncMain: asyncMain, products: products)) + ["-o", executable.path]
     }
 
     /// Writes `example` as `main.swift` in `folder`, compiles it, and answers the executable, or a failure with the
@@ -220,7 +224,7 @@ struct ExampleBuilder: Sendable {
         let executable = folder.appendingPathComponent("example")
         let arguments = try compilerArguments(
             source: source, executable: executable, asyncMain: example.usesAsyncMainProduct,
-            services: example.usesServicesProduct)
+            products: example.optInProducts)
         let outcome = try await Self.run(swiftc, arguments: arguments, in: folder, deadline: .seconds(300))
         guard outcome.status == 0 else {
             throw Failure(
