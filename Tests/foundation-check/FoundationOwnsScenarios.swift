@@ -25,8 +25,8 @@ func foundationOwnsScenario() {
     let loopRate = Double(loopTicks.current) / elapsed
     let foundationRate = Double(foundationTicks.current) / elapsed
     check(early.current == 1, "the block queued before the bridge ran \(early.current) times")
-    check(loopRate > 60 && loopRate < 110, "LoopTimer at \(loopRate)/s under RunLoop.main (10 ms interval)")
-    check(foundationRate > 60 && foundationRate < 110, "Foundation's Timer at \(foundationRate)/s (10 ms)")
+    check(loopRate > 30 && loopRate < 120, "LoopTimer at \(loopRate)/s under RunLoop.main (10 ms interval)")
+    check(foundationRate > 30 && foundationRate < 120, "Foundation's Timer at \(foundationRate)/s (10 ms)")
 
     let signalled = Count()
     let source = LoopSource { _ in signalled.add() }
@@ -92,8 +92,8 @@ func foundationOwnsScenario() {
     runFoundation(until: "the nested run") { nestedDone.current == 1 }
     let foundationDuringNested = ticksAtNestedEnd.value.0 - ticksAtNestedStart.value.0
     let loopDuringNested = ticksAtNestedEnd.value.1 - ticksAtNestedStart.value.1
-    check(foundationDuringNested >= 15, "Foundation's timer fired \(foundationDuringNested) times in 300 ms nested")
-    check(loopDuringNested >= 15, "the LoopTimer fired \(loopDuringNested) times in the nested 300 ms")
+    check(foundationDuringNested >= 5, "Foundation's timer fired \(foundationDuringNested) times in 300 ms nested")
+    check(loopDuringNested >= 5, "the LoopTimer fired \(loopDuringNested) times in the nested 300 ms")
     innerTimer.invalidate()
     innerLoopTimer.invalidate()
     bridge.invalidate()
