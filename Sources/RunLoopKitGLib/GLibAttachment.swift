@@ -36,11 +36,21 @@ public final class GLibAttachment: @unchecked Sendable {
     /// its `prepare`, both on the context's thread; atomic (relaxed) so that a context iterated on the wrong thread
     /// reaches the trap in `dispatch` rather than a data race.
     private let passDue = Atomic<Bool>(false)
+    /// For the attachment a ``GLibDriver`` keeps in the context it drives: whether the iteration in progress is the
+    /// driver's own (the loop runs already, further out), when the attachment must neither ask for nor run a pass.
+    private let isInert: (@Sendable () -> Bool)?
+    /// The ``RunLoopKit/Loop/runDepth`` of the pass this attachment is running, `-1` while none: a driver of the same
+    /// loop does nothing in it (GLib's own iteration goes on after it). Loop thread only.
+    nonisolated(unsafe) private(set) var hostPassDepth = -1
 
-    init(loop: Loop, context: OpaquePointer?, mode: Loop.Mode, priority: Int32, glib: GLibFunctions) {
+    init(
+        loop: Loop, context: OpaquePointer?, mode: Loop.Mode, priority: Int32, glib: GLibFunctions,
+        isInert: (@Sendable () -> Bool)? = nil
+    ) {
         self.loop = loop
         self.mode = mode
         self.glib = glib
+        self.isInert = isInert
         let size = UInt32(MemoryLayout<RLKGBridgeSource>.size)
         source = glib.sourceNew(attachmentSourceFuncs, size)!
         // The source holds this object until GLib finalizes it (`finalize` releases it).
@@ -82,7 +92,10 @@ public final class GLibAttachment: @unchecked Sendable {
     /// while it counts as asleep, which a pass leaves it, and which a run of the loop by anyone else (a GLib callback
     /// that runs it for a while, say) ends: a pass then makes the descriptor trustworthy again. Before the first pass
     /// the loop does not count as asleep either, so GLib's first iteration runs one. From the source's `prepare`.
-    fileprivate var isPassDue: Bool { passDue.load(ordering: .relaxed) || !loop.isWaiting }
+    fileprivate var isPassDue: Bool {
+        if let isInert, isInert() { return false }
+        return passDue.load(ordering: .relaxed) || !loop.isWaiting
+    }
 
     /// One pass, from the source's `dispatch`; answers whether the source stays.
     fileprivate func dispatch() -> Bool {
@@ -91,7 +104,13 @@ public final class GLibAttachment: @unchecked Sendable {
             loop.isCurrent,
             "RunLoopKitGLib: the GMainContext a loop is attached to is iterated on another thread than the loop's own "
                 + "(\(loop)); attach the loop of the thread that runs the GLib main loop")
-        passDue.store(loop.runPass(in: mode), ordering: .relaxed)
+        if let isInert, isInert() { return true }
+        let outer = hostPassDepth
+        hostPassDepth = loop.runDepth + 1
+        // A driver's attachment runs the mode the loop is running (its own mode may be the set `.common`).
+        let passMode = mode == .common ? (loop.currentMode ?? .default) : mode
+        passDue.store(loop.runPass(in: passMode), ordering: .relaxed)
+        hostPassDepth = outer
         return true
     }
 }

@@ -62,6 +62,14 @@ public final class GLibDriver: @unchecked Sendable {
     private var preparedAt: Int64 = 0
     /// The loop slept since the last ``RunLoopKit/Loop/Activity/beforeTimers`` (its `afterWaiting` came).
     private var slept = false
+    /// The loop's own source in the context: a GLib main loop nested in a GLib callback or in a handler of the loop
+    /// (a modal dialog, a "process pending events" loop) iterates the context itself, and this source then runs the
+    /// loop's passes inside it, as ``RunLoopKit/Loop/attachToGLib(context:mode:priority:)`` would. Inert in the
+    /// driver's own iterations.
+    private var nestedLoopSource: GLibAttachment?
+    /// `g_main_depth()` while the driver prepares, checks or dispatches an iteration of its own, `-1` otherwise: an
+    /// iteration at that depth is the driver's (a nested GLib loop iterates deeper, inside a dispatch).
+    private let ownIterationDepth = Atomic<Int32>(-1)
 
     /// How old a preparation may get while the loop keeps busy: 1 ms.
     private static let busyPreparationAge: Int64 = 1_000_000
@@ -115,7 +123,30 @@ public final class GLibDriver: @unchecked Sendable {
         } catch {
             throw GLibError(.loopRefused, message: "adding the GLib driver's items to \(loop): \(error)")
         }
+        let glib = glib
+        nestedLoopSource = GLibAttachment(
+            loop: loop, context: OpaquePointer(context), mode: mode, priority: 0, glib: glib
+        ) { [weak self] in
+            guard let self else { return true }
+            return ownIterationDepth.load(ordering: .relaxed) == glib.mainDepth()
+        }
         prepare()
+    }
+
+    /// Whether the loop's pass in progress is one a nested GLib loop runs (through ``nestedLoopSource``): the driver
+    /// then leaves GLib alone (it is iterating itself, further out) and empties its set, whose ready descriptors would
+    /// otherwise keep the loop's descriptor readable and ask the nested loop for pass after pass.
+    private var isInsideNestedGLibLoop: Bool {
+        guard let nestedLoopSource, nestedLoopSource.hostPassDepth >= 0 else { return false }
+        return loop.runDepth <= nestedLoopSource.hostPassDepth
+    }
+
+    /// Runs `body` (a step of the driver's own iteration) marked as the driver's, at GLib's current depth.
+    private func asOwnIteration<Result>(_ body: () -> Result) -> Result {
+        let outer = ownIterationDepth.load(ordering: .relaxed)
+        ownIterationDepth.store(glib.mainDepth(), ordering: .relaxed)
+        defer { ownIterationDepth.store(outer, ordering: .relaxed) }
+        return body()
     }
 
     /// Whether the driver still drives its context. Safe from any thread.
@@ -162,16 +193,24 @@ public final class GLibDriver: @unchecked Sendable {
     /// source is ready already, or a descriptor cannot be watched and `poll(2)` would call it ready at once).
     private func prepare() {
         guard isValid, let pollSet else { return }
+        if isInsideNestedGLibLoop {
+            standAside(pollSet)
+            return
+        }
         var priority: Int32 = 0
-        let ready = glib.mainContextPrepare(context, &priority) != 0
         var timeout: Int32 = -1
-        var count = Int(glib.mainContextQuery(context, priority, &timeout, records, Int32(capacity)))
-        while count > capacity {
-            // More descriptors than records: GLib answered how many it needs; ask again with room for them.
-            records.deallocate()
-            capacity = count * 2
-            records = .allocate(capacity: capacity)
+        var ready = false
+        var count = 0
+        asOwnIteration {
+            ready = glib.mainContextPrepare(context, &priority) != 0
             count = Int(glib.mainContextQuery(context, priority, &timeout, records, Int32(capacity)))
+            while count > capacity {
+                // More descriptors than records: GLib answered how many it needs; ask again with room for them.
+                records.deallocate()
+                capacity = count * 2
+                records = .allocate(capacity: capacity)
+                count = Int(glib.mainContextQuery(context, priority, &timeout, records, Int32(capacity)))
+            }
         }
         recordCount = count
         maxPriority = priority
@@ -192,12 +231,16 @@ public final class GLibDriver: @unchecked Sendable {
     /// prepares the next one. Called by the poll set's source and by the alarm.
     private func iterate() {
         guard isValid else { return }
+        if isInsideNestedGLibLoop, let pollSet {
+            standAside(pollSet)
+            return
+        }
         if isPrepared, let pollSet {
             isPrepared = false
             pollSet.collect(into: records, count: recordCount)
-            if glib.mainContextCheck(context, maxPriority, records, Int32(recordCount)) != 0 {
+            if asOwnIteration({ glib.mainContextCheck(context, maxPriority, records, Int32(recordCount)) }) != 0 {
                 dispatchDepth += 1
-                glib.mainContextDispatch(context)
+                asOwnIteration { glib.mainContextDispatch(context) }
                 dispatchDepth -= 1
                 guard isValid else {
                     if dispatchDepth == 0 { teardown() }  // A callback invalidated the driver.
@@ -206,6 +249,16 @@ public final class GLibDriver: @unchecked Sendable {
             }
         }
         prepare()
+    }
+
+    /// Leaves the iteration to the nested GLib loop that runs the loop's pass: forgets the prepared iteration and
+    /// empties the set, so GLib's descriptors wake only that loop. The driver's next preparation of its own, once the
+    /// nested loop is over, fills it again.
+    private func standAside(_ pollSet: GLibPollSet) {
+        isPrepared = false
+        recordCount = 0
+        pollSet.update(records, count: 0)
+        moveAlarm(to: .max, now: Loop.Instant.now.nanoseconds)
     }
 
     /// Moves the alarm to `time` (monotonic nanoseconds; `Int64.max`: never), unless it is there already, or it is
@@ -227,6 +280,8 @@ public final class GLibDriver: @unchecked Sendable {
 
     /// Removes the items, closes the poll set and releases the context. Once, on the loop's thread.
     private func teardown() {
+        nestedLoopSource?.invalidate()
+        nestedLoopSource = nil
         observer?.invalidate()
         alarm?.invalidate()
         pollSet?.close()

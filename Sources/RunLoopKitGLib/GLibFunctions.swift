@@ -44,6 +44,8 @@ package struct GLibFunctions: @unchecked Sendable {
     let sourceSetPriority: RLKGSourceSetIntFunction
     let sourceSetCanRecurse: RLKGSourceSetIntFunction
     let sourceSetName: RLKGSourceSetNameFunction
+    /// `g_main_depth`: how many dispatches of GLib's are in progress on the calling thread.
+    let mainDepth: RLKGDepthFunction
 
     // For the tests and the demo.
     package let mainContextNew: RLKGContextFunction
@@ -89,6 +91,7 @@ package struct GLibFunctions: @unchecked Sendable {
         sourceSetPriority = try symbols.resolve("g_source_set_priority")
         sourceSetCanRecurse = try symbols.resolve("g_source_set_can_recurse")
         sourceSetName = try symbols.resolve("g_source_set_name")
+        mainDepth = try symbols.resolve("g_main_depth")
         mainContextNew = try symbols.resolve("g_main_context_new")
         mainContextIteration = try symbols.resolve("g_main_context_iteration")
         mainContextInvokeFull = try symbols.resolve("g_main_context_invoke_full")

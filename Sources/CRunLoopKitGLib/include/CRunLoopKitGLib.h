@@ -81,6 +81,7 @@ typedef int (*RLKGContextQueryFunction)(                              // g_main_
 typedef RLKGBoolean (*RLKGContextCheckFunction)(                      // g_main_context_check
     void *context, int maxPriority, RLKGPollFD *fds, int count);
 typedef RLKGBoolean (*RLKGContextIterationFunction)(void *context, RLKGBoolean mayBlock);  // g_main_context_iteration
+typedef int (*RLKGDepthFunction)(void);                               // g_main_depth
 typedef void (*RLKGContextInvokeFunction)(                            // g_main_context_invoke_full
     void *context, int priority, RLKGSourceFunc function, void *userData, RLKGDestroyNotify notify);
 /// GLib's GPollFunc: what a context calls to wait, poll(2)'s signature with GPollFD records.

@@ -311,6 +311,62 @@ struct GLibDriverTests {
         observer.invalidate()
     }
 
+    /// A nested GLib main loop on the driven context (a modal dialog; here 200 ms, quit by a GLib timeout) keeps the
+    /// loop running inside it, whether it starts in a GLib callback the driver dispatched or in a handler of the
+    /// loop: the loop's timer keeps ticking and a signal from another thread is handled. (Before, the loop stalled
+    /// for the nested loop's whole length.)
+    @Test(arguments: ["in a GLib callback", "in a loop handler"])
+    func aNestedGLibLoopKeepsTheLoopRunning(startedFrom place: String) throws {
+        let ticks = Counter()
+        let signalled = ItemsSupport.Flag()
+        let ticksDuringNested = Box<Int>()
+        let inNested = ItemsSupport.Flag()
+        let signal = LoopSource { _ in signalled.set() }
+        let timer = try LoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in ticks.increment() }
+        let nestedRun: @Sendable (OpaquePointer) -> Void = { context in
+            let glib = GLibTesting.calls!
+            let nested = SharedContext(glib.newMainLoop(context))
+            glib.addTimeout(context, milliseconds: 200) {
+                glib.quit(nested.pointer)
+                return false
+            }
+            let before = ticks.current
+            inNested.set()
+            glib.run(nested.pointer)
+            ticksDuringNested.value = ticks.current - before
+            glib.unref(mainLoop: nested.pointer)
+        }
+        let contextBox = Box<SharedContext>()
+        let opener = LoopSource { _ in nestedRun(contextBox.value!.pointer) }
+        let driving = GLibDrivingThread { loop, context in
+            contextBox.value = SharedContext(context)
+            try! loop.add(signal)
+            try! loop.add(timer)
+            try! loop.add(opener)
+        }
+        if place == "in a GLib callback" {
+            nonisolated(unsafe) let context = driving.context
+            driving.glib.addIdle(context) {
+                nestedRun(context)
+                return false
+            }
+            driving.loop.wakeUp()
+        } else {
+            opener.signal()
+        }
+        #expect(waitUntil { inNested.isSet })
+        signal.signal()
+        #expect(waitUntil { ticksDuringNested.value != nil })
+        #expect(signalled.isSet)
+        #expect(
+            (ticksDuringNested.value ?? 0) >= 3,
+            "the loop's 5 ms timer ticked \(ticksDuringNested.value ?? 0) times in 200 ms")
+        driving.stop()
+        timer.invalidate()
+        signal.invalidate()
+        opener.invalidate()
+    }
+
     /// Driving twice would iterate the context twice per pass (the thread's second acquire succeeds): refused.
     @Test func aSecondDriverOfOneLoopIsRefused() throws {
         let driving = GLibDrivingThread()
