@@ -77,7 +77,8 @@ struct Options {
             case "--only":
                 let kinds = Set((remaining.popFirst() ?? "").split(separator: ",").map(String.init))
                 guard !kinds.isEmpty, kinds.isSubset(of: Self.kinds) else {
-                    throw UsageError("--only needs kinds of traffic from: \(Self.kinds.joined(separator: ", "))\n\(Self.usage)")
+                    throw UsageError(
+                        "--only needs kinds of traffic from: \(Self.kinds.joined(separator: ", "))\n\(Self.usage)")
                 }
                 only = kinds
             case "--samples":
