@@ -21,7 +21,7 @@ extension Loop {
             if let held = source.heldWatch, held.pollerID == pollerID { return nil }
             // Closed since the source was made: its number may name another file now, even this loop's own epoll
             // set (created by the `Loop.current` of this very call), which epoll would answer with a puzzling EINVAL.
-            guard FileDescriptorCalls.identity(of: source.watchedDescriptor) == source.fileIdentity else {
+            guard source.namesItsFile() else {
                 return LoopError(
                     .badDescriptor, errno: EBADF,
                     message:
@@ -39,6 +39,7 @@ extension Loop {
                 else { return LoopError(error, context: "watching descriptor \(source.watchedDescriptor)") }
                 shared.users += 1
                 source.heldWatch = shared
+                source.dropFileReference()
                 return nil
             }
             let watch = DescriptorWatch(
@@ -48,6 +49,7 @@ extension Loop {
             // was closed behind its sources' backs. They fail when the loop applies this source's join.
             table.watches.updateValue(watch, forKey: source.watchedDescriptor)?.removal = .superseded
             source.heldWatch = watch
+            source.dropFileReference()
             return nil
         }
         guard let outcome else { throw terminatedLoopError }
@@ -269,7 +271,7 @@ extension Loop {
         for entry in descriptorTable.registered.values {
             let watch = entry.takeUnretainedValue()  // Held by its sources until they are taken out.
             watch.isParked = false
-            for source in watch.removeAll() { source.forgetRegistration() }
+            for source in watch.removeAll() { source.forgetRegistration(in: poller.epoll) }
         }
         for watch in descriptorTable.parked { watch.isParked = false }
         descriptorTable.registered.removeAll()
