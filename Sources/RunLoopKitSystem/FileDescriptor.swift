@@ -120,6 +120,14 @@ extension FileDescriptorCalls {
             by: "fcntl(F_DUPFD_CLOEXEC)")
     }
 
+    /// Makes `target` name the open file `descriptor` names, close-on-exec, closing what `target` named before in
+    /// the same step: no other thread can see `target` closed or take its number in between.
+    ///
+    /// The corresponding C call is `dup3(2)` with `O_CLOEXEC`.
+    package static func duplicate(_ descriptor: CInt, onto target: CInt) throws(SystemError) {
+        _ = try retryingOnInterrupt("dup3", on: target) { crunloop_dup3_cloexec(descriptor, target) }
+    }
+
     /// Whether `descriptor` names the same open file as `reference` (one `open`, one `eventfd`, ..., perhaps under
     /// two numbers): what tells anonymous-inode files apart. `false` when `descriptor` is not open; `nil` when the
     /// kernel will not say (kcmp built out, `ENOSYS`, or refused, `EPERM`).
@@ -139,28 +147,47 @@ extension FileDescriptorCalls {
         }
     }
 
-    /// Whether `descriptor` names the file `epoll` watches under the number `target`: `false` when it names another
-    /// file, is not open, or the set watches nothing under `target`; `nil` when the kernel will not say (as for
+    /// What `epoll` holds under the descriptor number `target` compared with the file `descriptor` names: whether
+    /// its entry `index` (0 first; a set holds several under one number when their files were opened once each and
+    /// all but one no longer have that number) names the same file. `nil` when the kernel will not say (as for
     /// ``namesSameFile(_:as:)``).
     ///
+    /// Pass the set itself as `descriptor` to ask only whether the entry exists (a set never watches itself).
+    ///
     /// The corresponding C call is `kcmp(2)` with `KCMP_EPOLL_TFD`.
-    package static func namesFileWatched(
+    package static func compare(
         _ descriptor: CInt,
-        by epoll: CInt,
-        as target: CInt
-    ) throws(SystemError) -> Bool? {
+        withEntry index: Int = 0,
+        of target: CInt,
+        in epoll: CInt
+    ) throws(SystemError) -> EpollEntryComparison? {
         do throws(SystemError) {
-            return try retryingOnInterrupt("kcmp(KCMP_EPOLL_TFD)", on: descriptor) {
-                crunloop_kcmp_epoll_target(descriptor, epoll, target)
-            } == 0
+            let order = try retryingOnInterrupt("kcmp(KCMP_EPOLL_TFD)", on: descriptor) {
+                crunloop_kcmp_epoll_target(descriptor, epoll, target, UInt32(index))
+            }
+            return order == 0 ? .sameFile : .otherFile
         } catch {
             switch error.errno {
-            case EBADF, ENOENT: return false
+            case ENOENT: return .noEntry
+            case EBADF: return .descriptorNotOpen
             case ENOSYS, EPERM, EACCES: return nil
             default: throw error
             }
         }
     }
+}
+
+/// What an epoll set holds under a descriptor number, compared with the file a descriptor names
+/// (``FileDescriptorCalls/compare(_:withEntry:of:in:)``).
+package enum EpollEntryComparison: Sendable {
+    /// The entry watches the file the descriptor names.
+    case sameFile
+    /// The entry watches another file.
+    case otherFile
+    /// The set has no such entry.
+    case noEntry
+    /// The descriptor (or the set) is not open.
+    case descriptorNotOpen
 }
 
 /// A file's device and inode numbers: the same for every descriptor of one open file, different for another file.

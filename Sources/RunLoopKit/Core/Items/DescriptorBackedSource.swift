@@ -205,9 +205,8 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
     /// set is closed.
     private func retakeFileReference(watchedBy epoll: CInt) {
         guard let fileReference, isValid else { return }
-        let stillWatched = try? FileDescriptorCalls.namesFileWatched(
-            watchedDescriptor, by: epoll, as: watchedDescriptor)
-        guard stillWatched == true, let copy = try? FileDescriptorCalls.duplicate(watchedDescriptor) else { return }
+        let entry = try? FileDescriptorCalls.compare(watchedDescriptor, of: watchedDescriptor, in: epoll)
+        guard entry == .sameFile, let copy = try? FileDescriptorCalls.duplicate(watchedDescriptor) else { return }
         fileReference.withLock { $0 = OwnedDescriptor(copy) }
     }
 
