@@ -14,4 +14,7 @@ struct DescriptorTable {
     /// handlers are still to be told (``DescriptorBackedSource/Events/invalid``) in a pass of one of the modes they
     /// were in. Rare, so allocating here is fine.
     var failed: [(source: DescriptorBackedSource, modeIDs: [Int])] = []
+    /// How many times the loop rebuilt its epoll set to drop an entry it could not name
+    /// (``Loop/dropStaleEntry(under:)``): for tests.
+    var staleEntriesDropped = 0
 }
