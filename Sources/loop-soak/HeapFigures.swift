@@ -18,6 +18,13 @@ enum HeapFigures {
         return unsafeBitCast(address, to: MallocTrim.self)
     }()
 
+    /// Whether glibc's per-thread cache (tcache) is off for this process (`GLIBC_TUNABLES` sets
+    /// `glibc.malloc.tcache_count=0`): then no freed chunk is counted as in use, and ``inUseBytes()`` is the live heap.
+    static let threadCacheIsOff: Bool = {
+        guard let tunables = getenv("GLIBC_TUNABLES") else { return false }
+        return String(cString: tunables).split(separator: ":").contains("glibc.malloc.tcache_count=0")
+    }()
+
     /// Gives the free pages of every malloc arena back to the system (`malloc_trim(0)`): the resident set that is
     /// left is what the process uses, without the free memory malloc kept.
     static func trim() {

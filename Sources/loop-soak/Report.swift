@@ -55,6 +55,11 @@ enum Report {
                 + "\(cpus) CPUs, seed \(options.seed), traffic: "
                 + "\(options.only.map { $0.sorted().joined(separator: ", ") } ?? "every kind"); at start \(atStart), "
                 + "RSS \(Format.mebibytes(ProcessFigures.residentBytes()))")
+        print(
+            HeapFigures.threadCacheIsOff
+                ? "  glibc's per-thread malloc cache is off (GLIBC_TUNABLES): malloc's bytes in use are the live heap"
+                : "  glibc's per-thread malloc cache is on: malloc's bytes in use include the chunks each thread's cache "
+                    + "keeps, which grow for a long while (scripts/soak.sh turns it off)")
         flush()
     }
 
