@@ -1,28 +1,20 @@
 #!/usr/bin/env bash
 # Builds loop-soak in release mode and runs it: every kind of item, cross-thread traffic and LoopThread churn for
 # the given number of seconds (default 210) under one busy thread per CPU, then the report (exactly once,
-# descriptors, threads, and memory judged by the slope of malloc's bytes in use and of the RSS after the warm-up, with
-# glibc's per-thread malloc cache off: see below). Exits with loop-soak's status: 0 every check passed, 1 one failed.
+# descriptors, threads, and memory judged by the slope of malloc's bytes in use and of the RSS after the warm-up).
+# Exits with loop-soak's status: 0 every check passed, 1 one failed.
 #
 #   scripts/soak.sh            210 s, as CI runs it
 #   scripts/soak.sh 600        the 10-minute soak of Docs/Reliability.md
 #   scripts/soak.sh 60 --load 4 --seed 7   further arguments go to loop-soak (loop-soak --help)
 #   scripts/soak.sh 120 --only timers --samples /tmp/timers.samples   one kind of traffic, every sample to a file
-#   RUNLOOPKIT_SOAK_MALLOC_CACHE=1 scripts/soak.sh 3600   malloc as programs get it (the one-hour curve)
+#   GLIBC_TUNABLES=glibc.malloc.tcache_count=0 scripts/soak.sh 600   malloc's bytes in use exactly the live heap
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
     export PATH="/opt/swift/usr/bin:$PATH"
-fi
-
-# glibc's per-thread malloc cache (tcache) off, unless RUNLOOPKIT_SOAK_MALLOC_CACHE=1: each thread's cache keeps up
-# to 7 freed chunks per size class, which malloc counts as in use, and with them malloc's bytes in use and the RSS
-# climb for a long while (Docs/Reliability.md, "Soak": nothing the program holds grows). With it off, malloc's bytes
-# in use are the live heap, and their slope is a leak's.
-if [[ "${RUNLOOPKIT_SOAK_MALLOC_CACHE:-0}" != 1 ]]; then
-    export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.tcache_count=0"
 fi
 
 seconds="${1:-210}"

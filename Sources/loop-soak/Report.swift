@@ -59,7 +59,7 @@ enum Report {
             HeapFigures.threadCacheIsOff
                 ? "  glibc's per-thread malloc cache is off (GLIBC_TUNABLES): malloc's bytes in use are the live heap"
                 : "  glibc's per-thread malloc cache is on: malloc's bytes in use include the chunks each thread's cache "
-                    + "keeps, which grow for a long while (scripts/soak.sh turns it off)")
+                    + "keeps (GLIBC_TUNABLES=glibc.malloc.tcache_count=0 turns it off)")
         flush()
     }
 
