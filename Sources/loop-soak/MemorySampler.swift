@@ -8,12 +8,12 @@ struct MemorySampler {
     /// How many samples make each median of the report's "after the warm-up" and "at the end" figures.
     static let window = 3
     /// The most malloc's bytes in use may grow per hour, extrapolated from the slope: a leak of 600 bytes a second
-    /// (about 2 MiB an hour) fails. Without a leak, the slopes of 168 s windows of 10-minute runs (CI's length) lie
-    /// within ±0.9 MiB/h: the samples swing by about 0.1 MiB with what the traffic holds at that second.
+    /// (about 2 MiB an hour) fails. Without a leak, the slopes of 168–180 s windows of 10-minute runs (CI samples
+    /// 180 s) lie within ±1.1 MiB/h: the samples swing by about 0.1 MiB with what the traffic holds at that second.
     static let heapBudgetPerHour = 2 << 20
     /// The most the resident set may grow per hour, extrapolated from the slope. Looser than the heap's: malloc keeps
-    /// freed memory in its arenas and their pages come and go (168 s windows of 10-minute runs: up to +2.0 MiB/h;
-    /// Docs/Reliability.md, "Soak").
+    /// freed memory in its arenas and their pages come and go (168–180 s windows of 10-minute runs: up to +2.0 MiB/h
+    /// from the 42nd second, about +0.6 from the 120th; Docs/Reliability.md, "Soak").
     static let residentBudgetPerHour = 4 << 20
     /// The fewest seconds of samples after the warm-up for a slope worth judging; a shorter run reports the slopes
     /// without judging them.
