@@ -1,3 +1,4 @@
+import CRunLoopShims
 import Glibc
 
 /// Thin wrappers over the descriptor calls the loop needs beyond its own kernel objects.
@@ -92,6 +93,101 @@ package enum FileDescriptorCalls {
         guard descriptor >= 0, fstat(descriptor, &status) == 0 else { return nil }
         return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
+}
+
+extension FileDescriptorCalls {
+    /// The file system type of anonymous-inode files (`ANON_INODE_FS_MAGIC` of `linux/magic.h`): every eventfd,
+    /// timerfd, signalfd, epoll set and inotify instance (and, before Linux 6.9, pidfd) is one inode of it.
+    private static let anonymousInodeFileSystem = 0x0904_1934
+
+    /// Whether `descriptor` names an anonymous-inode file, which every other such file of the process shares its
+    /// device and inode numbers with, so that ``identity(of:)`` cannot tell them apart; `false` when it is not open.
+    ///
+    /// The corresponding C call is `fstatfs(2)`.
+    package static func isAnonymousInode(_ descriptor: CInt) -> Bool {
+        var status = statfs()
+        guard descriptor >= 0, fstatfs(descriptor, &status) == 0 else { return false }
+        return Int(status.f_type) == anonymousInodeFileSystem
+    }
+
+    /// A second, close-on-exec descriptor for the open file `descriptor` names, numbered at least 3 (never a
+    /// standard stream's number).
+    ///
+    /// The corresponding C call is `fcntl(2)` with `F_DUPFD_CLOEXEC`.
+    package static func duplicate(_ descriptor: CInt) throws(SystemError) -> CInt {
+        opened(
+            try retryingOnInterrupt("fcntl(F_DUPFD_CLOEXEC)", on: descriptor) { fcntl(descriptor, F_DUPFD_CLOEXEC, 3) },
+            by: "fcntl(F_DUPFD_CLOEXEC)")
+    }
+
+    /// Makes `target` name the open file `descriptor` names, close-on-exec, closing what `target` named before in
+    /// the same step: no other thread can see `target` closed or take its number in between.
+    ///
+    /// The corresponding C call is `dup3(2)` with `O_CLOEXEC`.
+    package static func duplicate(_ descriptor: CInt, onto target: CInt) throws(SystemError) {
+        _ = try retryingOnInterrupt("dup3", on: target) { crunloop_dup3_cloexec(descriptor, target) }
+    }
+
+    /// Whether `descriptor` names the same open file as `reference` (one `open`, one `eventfd`, ..., perhaps under
+    /// two numbers): what tells anonymous-inode files apart. `false` when `descriptor` is not open; `nil` when the
+    /// kernel will not say (kcmp built out, `ENOSYS`, or refused, `EPERM`).
+    ///
+    /// The corresponding C call is `kcmp(2)` with `KCMP_FILE`.
+    package static func namesSameFile(_ descriptor: CInt, as reference: CInt) throws(SystemError) -> Bool? {
+        do throws(SystemError) {
+            return try retryingOnInterrupt("kcmp(KCMP_FILE)", on: descriptor) {
+                crunloop_kcmp_files(descriptor, reference)
+            } == 0
+        } catch {
+            switch error.errno {
+            case EBADF: return false
+            case ENOSYS, EPERM, EACCES: return nil
+            default: throw error
+            }
+        }
+    }
+
+    /// What `epoll` holds under the descriptor number `target` compared with the file `descriptor` names: whether
+    /// its entry `index` (0 first; a set holds several under one number when their files were opened once each and
+    /// all but one no longer have that number) names the same file. `nil` when the kernel will not say (as for
+    /// ``namesSameFile(_:as:)``).
+    ///
+    /// Pass the set itself as `descriptor` to ask only whether the entry exists (a set never watches itself).
+    ///
+    /// The corresponding C call is `kcmp(2)` with `KCMP_EPOLL_TFD`.
+    package static func compare(
+        _ descriptor: CInt,
+        withEntry index: Int = 0,
+        of target: CInt,
+        in epoll: CInt
+    ) throws(SystemError) -> EpollEntryComparison? {
+        do throws(SystemError) {
+            let order = try retryingOnInterrupt("kcmp(KCMP_EPOLL_TFD)", on: descriptor) {
+                crunloop_kcmp_epoll_target(descriptor, epoll, target, UInt32(index))
+            }
+            return order == 0 ? .sameFile : .otherFile
+        } catch {
+            switch error.errno {
+            case ENOENT: return .noEntry
+            case EBADF: return .descriptorNotOpen
+            case ENOSYS, EPERM, EACCES: return nil
+            default: throw error
+            }
+        }
+    }
+}
+
+/// What an epoll set holds under a descriptor number, compared with the file a descriptor names
+/// (``FileDescriptorCalls/compare(_:withEntry:of:in:)``).
+package enum EpollEntryComparison: Sendable {
+    /// The entry watches the file the descriptor names.
+    case sameFile
+    /// The entry watches another file.
+    case otherFile
+    /// The set has no such entry.
+    case noEntry
+    /// The descriptor (or the set) is not open.
+    case descriptorNotOpen
 }
 
 /// A file's device and inode numbers: the same for every descriptor of one open file, different for another file.

@@ -32,9 +32,14 @@ enum Format {
         return value < 0 ? "-" + grouped : grouped
     }
 
-    /// `bytes` in MiB, one decimal.
-    static func mebibytes(_ bytes: Int) -> String {
-        decimal(Double(bytes) / 1_048_576, 1) + " MiB"
+    /// `bytes` in MiB, with `decimals` digits after the point (one unless told).
+    static func mebibytes(_ bytes: Int, _ decimals: Int = 1) -> String {
+        decimal(Double(bytes) / 1_048_576, decimals) + " MiB"
+    }
+
+    /// A growth rate in bytes per hour, as MiB per hour with two decimals and its sign: `+0.25 MiB/h`.
+    static func mebibytesPerHour(_ bytesPerHour: Double) -> String {
+        (bytesPerHour >= 0 ? "+" : "") + decimal(bytesPerHour / 1_048_576, 2) + " MiB/h"
     }
 
     /// `text` padded with spaces on the left to `width`.

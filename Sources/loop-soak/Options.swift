@@ -1,6 +1,6 @@
 import Glibc
 
-/// The command line: `loop-soak [--seconds N] [--load K] [--warmup S] [--seed N]`.
+/// The command line: `loop-soak [--seconds N] [--load K] [--warmup S] [--seed N] [--only KIND,...] [--samples FILE]`.
 struct Options {
     /// How long the traffic runs, warm-up included.
     var seconds = 30
@@ -10,9 +10,23 @@ struct Options {
     var warmup: Int?
     /// Seeds every driver's random choices, so a failing run can be repeated with the same choices.
     var seed: UInt64 = 0x50A6
+    /// Where each memory sample is written as it is taken (`second resident-bytes heap-bytes`), when given.
+    var samplesPath: String?
+    /// The kinds of traffic to run (``Options/kinds``); every kind when `nil`.
+    var only: Set<String>?
+
+    /// The kinds of traffic `--only` can pick, in the order the soak starts them.
+    static let kinds = [
+        "blocks", "sources", "descriptors", "timers", "callbacks", "threads", "async", "helpers", "signals", "children",
+    ]
+
+    /// Whether the traffic `kind` runs.
+    func runs(_ kind: String) -> Bool {
+        only?.contains(kind) ?? true
+    }
 
     static let usage = """
-        usage: loop-soak [--seconds N] [--load K] [--warmup S] [--seed N]
+        usage: loop-soak [--seconds N] [--load K] [--warmup S] [--seed N] [--only KIND,...] [--samples FILE]
           Runs every kind of RunLoopKit item, cross-thread traffic and LoopThread churn for N seconds under
           K busy threads, then checks exactly-once delivery, descriptor, thread and memory growth.
           --seconds N   how long the traffic runs, warm-up included (default 30, at least 10)
@@ -20,6 +34,9 @@ struct Options {
           --warmup S    seconds before the baseline of descriptors, threads and RSS is taken
                         (default: a fifth of the run; for runs under a minute at most 5 s)
           --seed N      seeds the drivers' random choices (default 20646)
+          --only KINDS  runs only these kinds of traffic, comma-separated, to tell which one grows: blocks,
+                        sources, descriptors, timers, callbacks, threads, async, helpers, signals, children
+          --samples FILE  writes every memory sample, once a second: second, RSS bytes, malloc's bytes in use
         Exit status: 0 every check passed, 1 a check failed, 2 bad arguments.
         """
 
@@ -57,6 +74,18 @@ struct Options {
                     throw UsageError("--seed needs a non-negative integer\n\(Self.usage)")
                 }
                 seed = value
+            case "--only":
+                let kinds = Set((remaining.popFirst() ?? "").split(separator: ",").map(String.init))
+                guard !kinds.isEmpty, kinds.isSubset(of: Self.kinds) else {
+                    throw UsageError(
+                        "--only needs kinds of traffic from: \(Self.kinds.joined(separator: ", "))\n\(Self.usage)")
+                }
+                only = kinds
+            case "--samples":
+                guard let path = remaining.popFirst(), !path.isEmpty else {
+                    throw UsageError("--samples needs a file name\n\(Self.usage)")
+                }
+                samplesPath = path
             case "-h", "--help":
                 throw UsageError(Self.usage)
             default:

@@ -52,8 +52,14 @@ enum Report {
         let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         print(
             "loop-soak: \(options.seconds) s (warm-up \(options.warmupSeconds) s), \(options.load) busy threads on "
-                + "\(cpus) CPUs, seed \(options.seed); at start \(atStart), "
+                + "\(cpus) CPUs, seed \(options.seed), traffic: "
+                + "\(options.only.map { $0.sorted().joined(separator: ", ") } ?? "every kind"); at start \(atStart), "
                 + "RSS \(Format.mebibytes(ProcessFigures.residentBytes()))")
+        print(
+            HeapFigures.threadCacheIsOff
+                ? "  glibc's per-thread malloc cache is off (GLIBC_TUNABLES): malloc's bytes in use are the live heap"
+                : "  glibc's per-thread malloc cache is on: malloc's bytes in use include the chunks each thread's cache "
+                    + "keeps (GLIBC_TUNABLES=glibc.malloc.tcache_count=0 turns it off)")
         flush()
     }
 
@@ -61,8 +67,8 @@ enum Report {
     static func progress(second: Int, rss: Int, heap: Int) {
         let delivered = Tallies.shared.all.reduce(0) { $0 + $1.delivered }
         print(
-            "  \(Format.right("\(second) s", 6))  RSS \(Format.mebibytes(rss)) (malloc in use "
-                + "\(Format.mebibytes(heap)))  \(ResourceSnapshot.now())  "
+            "  \(Format.right("\(second) s", 6))  RSS \(Format.mebibytes(rss, 2)) (malloc in use "
+                + "\(Format.mebibytes(heap, 2)))  \(ResourceSnapshot.now())  "
                 + "\(Format.count(delivered)) deliveries  \(Violations.shared.count) violations")
         flush()
     }
@@ -117,10 +123,11 @@ enum Report {
                 + "\(Format.mebibytes(memory.baseline)) after the warm-up (median of \(MemorySampler.window)), "
                 + "\(Format.mebibytes(memory.final)) at the end (median of the last \(MemorySampler.window)), "
                 + "max \(Format.mebibytes(memory.maximumAfterWarmup)) after the warm-up, \(Format.mebibytes(memory.maximum)) overall; "
-                + "change \(Format.decimal(memory.change * 100, 2)) %")
+                + "slope \(Format.mebibytesPerHour(memory.residentSlopePerHour)) over \(memory.sampledSeconds) s")
         print(
-            "  malloc:      \(Format.mebibytes(memory.heapBaseline)) in use after the warm-up, "
-                + "\(Format.mebibytes(memory.heapFinal)) at the end; RSS after malloc_trim(0) at the end "
+            "  malloc:      \(Format.mebibytes(memory.heapBaseline, 2)) in use after the warm-up, "
+                + "\(Format.mebibytes(memory.heapFinal, 2)) at the end; slope "
+                + "\(Format.mebibytesPerHour(memory.heapSlopePerHour)); RSS after malloc_trim(0) at the end "
                 + "\(Format.mebibytes(figures.rssTrimmed)) (the free memory malloc kept: "
                 + "\(Format.mebibytes(memory.final - figures.rssTrimmed)))")
         print()
@@ -141,8 +148,13 @@ enum Report {
             ),
             ("threads: the same count at the end as after the warm-up (\(figures.afterWarmup.threads))", threadsFlat),
             (
-                "memory: RSS at the end within \(Int(MemorySampler.allowedChange * 100)) % of RSS after the warm-up",
-                memory.isFlat
+                "memory: slopes after the warm-up within budget (malloc in use at most "
+                    + "\(Format.mebibytesPerHour(Double(MemorySampler.heapBudgetPerHour))), RSS at most "
+                    + "\(Format.mebibytesPerHour(Double(MemorySampler.residentBudgetPerHour))))"
+                    + (memory.isLongEnough
+                        ? ""
+                        : ": not judged, \(memory.sampledSeconds) s of samples (\(MemorySampler.minimumSampledSeconds) s needed)"),
+                memory.isWithinBudget || !memory.isLongEnough
             ),
         ]
         for (check, passed) in checks {

@@ -52,18 +52,19 @@ struct Soak {
                 try Hub(name: "hub-ordered", nestsInsideBlocks: false, nestedRuns: nestedRuns),
                 try Hub(name: "hub-nesting", nestsInsideBlocks: true, nestedRuns: nestedRuns),
             ]
-            workloads = [
-                BlockTraffic(hubs: hubs, producers: 2),
-                try SourceTraffic(hubs: hubs),
-                try DescriptorTraffic(hubs: hubs, seed: options.seed &+ 1),
-                TimerTraffic(hubs: hubs, seed: options.seed &+ 2),
-                CallbackTraffic(hubs: hubs, seed: options.seed &+ 3),
-                ThreadChurn(seed: options.seed &+ 4),
-                AsyncTraffic(hubs: hubs),
-                try HelperTraffic(hubs: hubs, seed: options.seed &+ 5),
-                try SignalTraffic(hubs: hubs, seed: options.seed &+ 6),
-                ChildTraffic(hubs: hubs, seed: options.seed &+ 7),
-            ]
+            let seed = options.seed
+            var chosen: [any Workload] = []
+            if options.runs("blocks") { chosen.append(BlockTraffic(hubs: hubs, producers: 2)) }
+            if options.runs("sources") { chosen.append(try SourceTraffic(hubs: hubs)) }
+            if options.runs("descriptors") { chosen.append(try DescriptorTraffic(hubs: hubs, seed: seed &+ 1)) }
+            if options.runs("timers") { chosen.append(TimerTraffic(hubs: hubs, seed: seed &+ 2)) }
+            if options.runs("callbacks") { chosen.append(CallbackTraffic(hubs: hubs, seed: seed &+ 3)) }
+            if options.runs("threads") { chosen.append(ThreadChurn(seed: seed &+ 4)) }
+            if options.runs("async") { chosen.append(AsyncTraffic(hubs: hubs)) }
+            if options.runs("helpers") { chosen.append(try HelperTraffic(hubs: hubs, seed: seed &+ 5)) }
+            if options.runs("signals") { chosen.append(try SignalTraffic(hubs: hubs, seed: seed &+ 6)) }
+            if options.runs("children") { chosen.append(ChildTraffic(hubs: hubs, seed: seed &+ 7)) }
+            workloads = chosen
         } catch {
             StandardError.print("loop-soak: setting up failed: \(error)")
             return nil
@@ -81,6 +82,14 @@ struct Soak {
         let begin = Loop.Instant.now
         var origin = begin
         var memory = MemorySampler(warmupSeconds: options.warmupSeconds)
+        let samplesFile = options.samplesPath.flatMap { fopen($0, "w") }
+        if options.samplesPath != nil && samplesFile == nil {
+            StandardError.print("loop-soak: cannot write the samples to \(options.samplesPath!)")
+        }
+        defer { if let samplesFile { fclose(samplesFile) } }
+        if let samplesFile {
+            fputs("# second resident-bytes malloc-in-use-bytes (warm-up \(options.warmupSeconds) s)\n", samplesFile)
+        }
         var afterWarmup = ResourceSnapshot(descriptors: -1, threads: -1, dispatchThreads: 0)
         let progressEvery = max(5, options.seconds / 20)
         for second in 1...options.seconds {
@@ -91,9 +100,13 @@ struct Soak {
                 control.resume()
                 origin = origin + (Loop.Instant.now - pauseStart)
             }
-            memory.sample(at: second)
+            let sample = memory.sample(at: second)
+            if let samplesFile {
+                fputs("\(sample.second) \(sample.resident) \(sample.heap)\n", samplesFile)
+                fflush(samplesFile)
+            }
             if second % progressEvery == 0 || second == options.seconds {
-                Report.progress(second: second, rss: memory.samples.last!.bytes, heap: memory.samples.last!.heap)
+                Report.progress(second: second, rss: sample.resident, heap: sample.heap)
             }
         }
         let elapsed = Loop.Instant.now - origin

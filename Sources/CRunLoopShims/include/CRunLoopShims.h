@@ -1,14 +1,17 @@
 // The Linux headers Swift's Glibc module leaves out, libdispatch's main-queue hooks (DispatchMainQueueHooks.h), the
-// signal relay's async-signal-safe C half (SignalRelay.h), and the current loop's thread-local slot (CurrentLoop.h). Nothing else but tiny wrappers of what Swift cannot
-// call directly (the variadic syscall(2), and waitid(2) with an idtype_t constant older glibc headers lack).
+// signal relay's async-signal-safe C half (SignalRelay.h), and the current loop's thread-local slot (CurrentLoop.h).
+// Nothing else but tiny wrappers of what Swift cannot call directly (the variadic syscall(2) for gettid, pidfd_open
+// and kcmp, dup3, and waitid(2) with an idtype_t constant older glibc headers lack).
 #ifndef C_RUNLOOP_SHIMS_H
 #define C_RUNLOOP_SHIMS_H
 
+#include <linux/kcmp.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +43,28 @@ static inline int crunloop_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd
 /// waitid(2) on the child that `pidfd` refers to (P_PIDFD, Linux 5.4+); 0, or -1 with errno.
 static inline int crunloop_waitid_pidfd(int pidfd, siginfo_t *info, int options) {
     return waitid((idtype_t)CRUNLOOP_P_PIDFD, (id_t)pidfd, info, options);
+}
+
+/// Makes `target` name the open file `descriptor` names, close-on-exec, closing what `target` named in the same step
+/// (dup3(2) with O_CLOEXEC, which glibc declares only under _GNU_SOURCE): `target`, or -1 with errno. Defined in
+/// shims.c.
+int crunloop_dup3_cloexec(int descriptor, int target);
+
+/// Compares the open files behind descriptors `first` and `second` of the calling process (kcmp(2) with KCMP_FILE,
+/// which glibc does not wrap): 0 the same open file, 1 or 2 different ones (the kernel's order of the two), -1 with
+/// errno (EBADF: one is not open; ENOSYS or EPERM: kcmp is not built or not allowed).
+static inline int crunloop_kcmp_files(int first, int second) {
+    pid_t pid = getpid();
+    return (int)syscall(SYS_kcmp, pid, pid, KCMP_FILE, first, second);
+}
+
+/// Compares the open file behind `descriptor` with the file of entry `index` (0 first) among those epoll set `epoll`
+/// watches under descriptor number `target` (kcmp(2) with KCMP_EPOLL_TFD): 0 the same, 1 or 2 different, -1 with
+/// errno (ENOENT: the set has no such entry; EBADF: `descriptor` or `epoll` is not open; ENOSYS or EPERM as above).
+static inline int crunloop_kcmp_epoll_target(int descriptor, int epoll, int target, unsigned int index) {
+    pid_t pid = getpid();
+    struct kcmp_epoll_slot slot = {.efd = (__u32)epoll, .tfd = (__u32)target, .toff = index};
+    return (int)syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, descriptor, (unsigned long)&slot);
 }
 
 #endif

@@ -21,7 +21,7 @@ extension Loop {
             if let held = source.heldWatch, held.pollerID == pollerID { return nil }
             // Closed since the source was made: its number may name another file now, even this loop's own epoll
             // set (created by the `Loop.current` of this very call), which epoll would answer with a puzzling EINVAL.
-            guard FileDescriptorCalls.identity(of: source.watchedDescriptor) == source.fileIdentity else {
+            guard source.namesItsFile() else {
                 return LoopError(
                     .badDescriptor, errno: EBADF,
                     message:
@@ -39,6 +39,7 @@ extension Loop {
                 else { return LoopError(error, context: "watching descriptor \(source.watchedDescriptor)") }
                 shared.users += 1
                 source.heldWatch = shared
+                source.dropFileReference()
                 return nil
             }
             let watch = DescriptorWatch(
@@ -48,6 +49,7 @@ extension Loop {
             // was closed behind its sources' backs. They fail when the loop applies this source's join.
             table.watches.updateValue(watch, forKey: source.watchedDescriptor)?.removal = .superseded
             source.heldWatch = watch
+            source.dropFileReference()
             return nil
         }
         guard let outcome else { throw terminatedLoopError }
@@ -92,7 +94,10 @@ extension Loop {
             .takeUnretainedValue()
         watch.insert(source)
         source.watch = watch
-        if let previous, previous !== watch { watchLeftTheSet(previous, failure(of: previous, .superseded)) }
+        if let previous, previous !== watch {
+            watchLeftTheSet(previous, failure(of: previous, .superseded))
+            dropStaleEntry(under: watch.descriptor)  // The previous file's entry, if it outlived the number.
+        }
         refresh(watch)
     }
 
@@ -104,10 +109,8 @@ extension Loop {
         case .closed:
             return terminatedLoopError
         case .released, .superseded:
-            return LoopError(
-                .badDescriptor, errno: EBADF,
-                message: "descriptor \(watch.descriptor) was closed while its source watched it, and its number now "
-                    + "names another file")
+            let error = poller.withRegistrations { table in lostDescriptorError(watch.descriptor, table, detail: "") }
+            return error ?? terminatedLoopError
         }
     }
 
@@ -142,7 +145,7 @@ extension Loop {
                 // A registration left behind would report, level-triggered, to a loop that no longer handles it,
                 // and spin it: out by number (the entry is this watch's, so the number is ours; a closed one
                 // answers ENOENT, harmless).
-                let removal = DescriptorWatch.Removal.failed(refusedChangeError(watch.descriptor, error))
+                let removal = DescriptorWatch.Removal.failed(refusedChangeError(watch.descriptor, error, table))
                 watch.removal = removal
                 table.watches[watch.descriptor] = nil
                 table.remove(watch.descriptor)
@@ -153,18 +156,21 @@ extension Loop {
         }
         guard let removal = removal ?? .closed else { return }
         watchLeftTheSet(watch, failure(of: watch, removal))
+        dropStaleEntry(under: watch.descriptor)  // Its file's entry, if it outlived the number.
     }
 
     /// What a refused change of a registration means for its sources: `EBADF`, `ENOENT`, `EPERM` say the
     /// descriptor was closed behind their backs (``LoopError/Code/badDescriptor``); anything else (`ENOMEM`) is
     /// ``LoopError/Code/systemCallFailed``.
-    private func refusedChangeError(_ descriptor: CInt, _ error: SystemError) -> LoopError {
+    private func refusedChangeError(
+        _ descriptor: CInt,
+        _ error: SystemError,
+        _ table: EpollRegistrations
+    ) -> LoopError {
         let closed = error.errno == EBADF || error.errno == ENOENT || error.errno == EPERM
-        return closed
-            ? LoopError(
-                .badDescriptor, errno: error.errno,
-                message: "descriptor \(descriptor) was closed while its source watched it (\(error))")
-            : LoopError(error, context: "changing what descriptor \(descriptor) watches")
+        guard closed else { return LoopError(error, context: "changing what descriptor \(descriptor) watches") }
+        let lost = lostDescriptorError(descriptor, table, detail: " (\(error))")
+        return LoopError(.badDescriptor, errno: error.errno, message: lost.message)
     }
 
     /// `watch`'s registration left the epoll set without its sources (they did not invalidate it): the loop
@@ -269,7 +275,7 @@ extension Loop {
         for entry in descriptorTable.registered.values {
             let watch = entry.takeUnretainedValue()  // Held by its sources until they are taken out.
             watch.isParked = false
-            for source in watch.removeAll() { source.forgetRegistration() }
+            for source in watch.removeAll() { source.forgetRegistration(in: poller.epoll) }
         }
         for watch in descriptorTable.parked { watch.isParked = false }
         descriptorTable.registered.removeAll()
@@ -293,15 +299,22 @@ extension Loop {
         }
         descriptorTable.reportedSinceHostPass = true
         var ready = scratch.readyDescriptors.take()
+        var orphanReport: CInt?
         for index in firstSourceEvent..<count {
             let tag = buffer[index].data.u64
             guard tag > Poller.lastLoopTag else { continue }
             let descriptor = CInt(bitPattern: UInt32(truncatingIfNeeded: tag))
-            guard let entry = descriptorTable.registered[descriptor] else { continue }
+            guard let entry = descriptorTable.registered[descriptor] else {
+                orphanReport = descriptor  // No registration of the loop's: looked into after the handlers.
+                continue
+            }
             let events = DescriptorBackedSource.Events(epoll: Epoll.Events(rawValue: buffer[index].events))
             // Borrowed, not retained: its sources hold it, and none leaves before `park` (which takes it strong).
             let unclaimed = entry._withUnsafeGuaranteedRef { watch -> DescriptorBackedSource.Events? in
-                guard watch.tag == tag else { return nil }
+                guard watch.tag == tag else {
+                    orphanReport = descriptor
+                    return nil
+                }
                 // What the running mode's sources of it watch; most registrations have one source, handled inline.
                 var claimed: DescriptorBackedSource.Events = []
                 if let source = watch.first, source.isValid, source.isIn(modeID: state.id) {
@@ -324,7 +337,49 @@ extension Loop {
             handled = true
         }
         scratch.readyDescriptors.give(&ready)
+        if let orphanReport { dropStaleEntry(under: orphanReport) }
         return handled
+    }
+
+    /// A report no registration of the loop claims: most are the last of a registration removed after the wait
+    /// read them, but one may come from an entry the loop cannot name (``EpollRegistrations/holdsStaleEntry(under:)``),
+    /// which, level-triggered, would wake the loop for good. If the set holds one under `descriptor`, the loop moves to
+    /// a rebuilt set without it (``EpollRegistrations/rebuild()``); sources whose number no longer names their file
+    /// fail with what happened. Should the rebuild fail (`EMFILE`, `ENOMEM`), the next such report tries again. Loop
+    /// thread only; costs one `kcmp(2)` per pass that drops a report.
+    func dropStaleEntry(under descriptor: CInt) {
+        let leftOut = poller.withRegistrations { table -> [(DescriptorWatch, LoopError)] in
+            guard table.holdsStaleEntry(under: descriptor) else { return [] }
+            guard let watches = try? table.rebuild() else { return [] }
+            descriptorTable.staleEntriesDropped += 1
+            return watches.map { watch in
+                let error = lostDescriptorError(watch.descriptor, table, detail: "")
+                watch.removal = .failed(error)
+                return (watch, error)
+            }
+        }
+        for (watch, error) in leftOut ?? [] { watchLeftTheSet(watch, error) }
+    }
+
+    /// What happened to the file of descriptor number `descriptor`, whose registration left the epoll set without
+    /// its sources, as the kernel tells it now: closed; closed, its number naming another file since; or replaced
+    /// (`dup2`, or closed and its number reused) while another descriptor or process keeps the file open, so its
+    /// entry outlived the number. `detail` ends the message (the failed call). Error time, holding the lock.
+    func lostDescriptorError(_ descriptor: CInt, _ table: EpollRegistrations, detail: String) -> LoopError {
+        let message: String
+        if !FileDescriptorCalls.isOpen(descriptor) {
+            message = "descriptor \(descriptor) was closed while its source watched it\(detail)"
+        } else if table.holdsStaleEntry(under: descriptor) {
+            message =
+                "descriptor \(descriptor) was replaced behind its source's back: it names another file now, while "
+                + "another descriptor or process keeps the file it named open, so that file's epoll entry outlived "
+                + "the number (the loop drops it by rebuilding its epoll set)\(detail)"
+        } else {
+            message =
+                "descriptor \(descriptor) was closed while its source watched it, and its number now names another "
+                + "file\(detail)"
+        }
+        return LoopError(.badDescriptor, errno: EBADF, message: message)
     }
 
     /// Puts a ready source among `ready`, after those of lower or equal order.

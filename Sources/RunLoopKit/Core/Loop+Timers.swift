@@ -23,20 +23,36 @@ extension Loop {
         timer.state = .idle
     }
 
-    /// Moves `timer`'s next fire time, on the loop's thread. A move that arrives after a one-shot timer fired (it is
-    /// spent, or spent and re-armed meanwhile but not yet back in its modes) only sets the time.
-    func reschedule(_ timer: LoopTimer, at fireTime: Int64) {
-        if isCurrent { return move(timer, to: fireTime) }
-        // The loop's thread exited, or its inbox closed for the teardown (a change queued before that is still
-        // applied): the timer is in no heap, so the new time is kept for the loop it joins next.
+    /// Moves `timer`'s next fire time: at once on the loop's thread, else before its next pass (waking it). Answers
+    /// whether the loop took the move; `false` once its thread exited or is exiting (the time is then set here, for
+    /// the loop the timer joins next). A move that reaches the loop after the one-shot timer fired is void (as in CF).
+    /// Any thread.
+    func reschedule(_ timer: LoopTimer, at fireTime: Int64) -> Bool {
+        if isCurrent {
+            move(timer, to: fireTime)
+            return true
+        }
+        return post(fireTime, for: timer) { [self] in move(timer, to: fireTime) }
+    }
+
+    /// Sends `change`, which sets `timer`'s fire time on the loop's thread, from another thread; answers whether the
+    /// loop took it. The loop's thread exited, or its inbox closed for the teardown (a change queued before that is
+    /// still applied): the timer is in no heap and will be in no mode, so the new time is set here and kept for the
+    /// loop it joins next, and the caller is told.
+    private func post(_ fireTime: Int64, for timer: LoopTimer, _ change: @escaping @Sendable () -> Void) -> Bool {
         guard !isTerminated else {
             timer.fireTime = fireTime
-            return
+            return false
         }
-        switch inbox.post(change: { [self] in move(timer, to: fireTime) }) {
-        case .refused: timer.fireTime = fireTime
-        case .queuedFirst: poller.wakeIfSleeping()
-        case .queuedBehind: break
+        switch inbox.post(change: change) {
+        case .refused:
+            timer.fireTime = fireTime
+            return false
+        case .queuedFirst:
+            poller.wakeIfSleeping()
+            return true
+        case .queuedBehind:
+            return true
         }
     }
 
@@ -49,20 +65,28 @@ extension Loop {
     }
 
     /// Puts a spent one-shot timer that `setNextFireTime` just revived back in the modes it was in, for `fireTime`, on
-    /// the loop's thread. Nothing happens if it was invalidated meanwhile.
-    func rearm(_ timer: LoopTimer, at fireTime: Int64) {
-        onLoopThread(with: (timer, fireTime)) { loop, change in
-            let (timer, fireTime) = change
-            guard timer.isValid else { return }
-            loop.unschedule(timer)
-            timer.fireTime = fireTime
-            if let former = timer.formerModes, former.loop == ObjectIdentifier(loop) {
-                if former.wasCommon { loop.join(.timer(timer), to: .common) }
-                former.memberships.forEach { loop.addToMode(.timer(timer), loop.modeTable[$0.modeID]) }
-            }
-            timer.formerModes = nil
-            if timer.isInAnyMode, timer.state == .idle { loop.schedule(timer) }
+    /// the loop's thread (nothing happens there if it was invalidated meanwhile). Answers whether the loop took the
+    /// re-arm; `false` once its thread exited or is exiting: the timer is valid then, in no mode, and the new time is
+    /// set here, never lost, for the loop it joins next. Any thread.
+    func rearm(_ timer: LoopTimer, at fireTime: Int64) -> Bool {
+        if isCurrent {
+            rejoin(timer, at: fireTime)
+            return true
         }
+        return post(fireTime, for: timer) { [self] in rejoin(timer, at: fireTime) }
+    }
+
+    /// ``rearm(_:at:)``'s work on the loop's thread.
+    private func rejoin(_ timer: LoopTimer, at fireTime: Int64) {
+        guard timer.isValid else { return }
+        unschedule(timer)
+        timer.fireTime = fireTime
+        if let former = timer.formerModes, former.loop == ObjectIdentifier(self) {
+            if former.wasCommon { join(.timer(timer), to: .common) }
+            former.memberships.forEach { addToMode(.timer(timer), modeTable[$0.modeID]) }
+        }
+        timer.formerModes = nil
+        if timer.isInAnyMode, timer.state == .idle { schedule(timer) }
     }
 
     /// A one-shot timer that fired on its own: out of every mode, invalid until re-armed, its modes remembered for

@@ -116,6 +116,14 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
     /// reused, perhaps by the loop's own epoll set, which the `add` created) is refused with `badDescriptor`, and a
     /// source joins only a registration of its own file.
     let fileIdentity: FileIdentity
+    /// For a descriptor of the user's that names an anonymous-inode file (an eventfd, timerfd, signalfd, epoll set,
+    /// ..., which all share one device and inode, so ``fileIdentity`` cannot tell them apart): a duplicate of it, kept
+    /// while the source is in no epoll set, so an `add` can ask the kernel whether the number still names that file
+    /// (``namesItsFile()``). Dropped once a registration holds the file in its place (a duplicate kept then would
+    /// keep the file, and so its epoll entry, alive after the caller closed it), taken again when that registration
+    /// goes with its loop's thread, closed at invalidation. `nil` for other sources, and when no descriptor was left
+    /// to duplicate (then the device and inode are all an `add` checks).
+    private let fileReference: Locked<OwnedDescriptor?>?
     /// The registration this source holds in its owner's epoll set (counted in its ``DescriptorWatch/users``), from
     /// its first `add` until it is invalidated: read and written only under the owner's registration lock
     /// (``Poller/withRegistrations(_:)``). One of another poller (a loop whose thread exited) is stale: the source is
@@ -154,6 +162,9 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
         self.owned = ownsDescriptor ? Locked(OwnedDescriptor(descriptor)) : nil
         self.watchedDescriptor = descriptor
         self.fileIdentity = identity
+        let isAnonymous = !ownsDescriptor && FileDescriptorCalls.isAnonymousInode(descriptor)
+        self.fileReference =
+            isAnonymous ? Locked((try? FileDescriptorCalls.duplicate(descriptor)).map(OwnedDescriptor.init)) : nil
         self.watchedBits = Atomic(events.intersection(Events.watchable).rawValue)
         self.callout = callout
         self.invalidationStep = invalidationStep
@@ -163,11 +174,40 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
         super.init(kind: .descriptor, order: order)
     }
 
-    /// Forgets the loop-thread side of the registration after the loop's thread exited and its epoll set is gone.
-    /// (``heldWatch`` names a watch of that loop's poller, which the next loop the source joins recognises as stale,
-    /// so it registers the source again.) That loop's thread only, in the teardown.
-    func forgetRegistration() {
+    /// Forgets the loop-thread side of the registration as the loop's thread exits, before its epoll set `epoll` is
+    /// closed, and takes the duplicate an anonymous-inode file's next `add` checks against again. (``heldWatch`` names
+    /// a watch of that loop's poller, which the next loop the source joins recognises as stale, so it registers the
+    /// source again.) That loop's thread only, in the teardown.
+    func forgetRegistration(in epoll: CInt) {
         watch = nil
+        retakeFileReference(watchedBy: epoll)
+    }
+
+    /// Whether the descriptor still names the file the source was made for: the same device and inode, and for an
+    /// anonymous-inode file the same open file as the kept duplicate (``fileReference``), as `kcmp(2)` says. Where the
+    /// kernel will not compare (kcmp not built or not allowed) the device and inode decide. Any thread; add time.
+    func namesItsFile() -> Bool {
+        guard FileDescriptorCalls.identity(of: watchedDescriptor) == fileIdentity else { return false }
+        guard let reference = fileReference?.withLock({ $0 }) else { return true }
+        let same = try? FileDescriptorCalls.namesSameFile(watchedDescriptor, as: reference.descriptor)
+        return same ?? true
+    }
+
+    /// Closes the kept duplicate once the source's registration holds the file instead (``Loop/register(_:)``).
+    /// Under the owner's registration lock.
+    func dropFileReference() {
+        fileReference?.withLock { $0 = nil }
+    }
+
+    /// Takes a duplicate of the descriptor again when the registration in `epoll` goes with its loop's thread, if
+    /// the number still names the file that set watches for it (otherwise the source's next `add` finds the file
+    /// gone: with no duplicate and nothing to compare, it checks the device and inode). That loop's thread, before the
+    /// set is closed.
+    private func retakeFileReference(watchedBy epoll: CInt) {
+        guard let fileReference, isValid else { return }
+        let entry = try? FileDescriptorCalls.compare(watchedDescriptor, of: watchedDescriptor, in: epoll)
+        guard entry == .sameFile, let copy = try? FileDescriptorCalls.duplicate(watchedDescriptor) else { return }
+        fileReference.withLock { $0 = OwnedDescriptor(copy) }
     }
 
     /// Whether the loop narrowed what its epoll set reports for this source's descriptor because it was ready while
@@ -223,6 +263,7 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
             owner.detachEverywhere(.descriptor(self))
         }
         invalidationStep?(self)
+        fileReference?.withLock { $0 = nil }
         owned?.withLock { $0 = nil }  // Closed now, or once the last handler call or registration using it returns.
     }
 

@@ -21,7 +21,11 @@ import RunLoopKitSystem
 /// descriptor's events. When the loop notices (a change of ``events``, resuming a parked source, or a new source on
 /// the same number), it stops watching, calls the handler of each source that watched it one last time with
 /// ``DescriptorBackedSource/Events/invalid`` in a pass of one of that source's modes, and invalidates them;
-/// ``DescriptorBackedSource/failure`` says why.
+/// ``DescriptorBackedSource/failure`` says why. An `add` after the descriptor was closed throws
+/// ``LoopError/Code/badDescriptor``, even when its number names another file now: for an eventfd, timerfd, signalfd
+/// or epoll set, which all share one inode, the source keeps a duplicate of the descriptor while it is in no loop's
+/// epoll set and the kernel compares the two (`kcmp(2)`), so such a source holds one more descriptor until it is
+/// added.
 ///
 /// Threading: ``LoopItem/invalidate()``, ``LoopItem/isValid`` and ``events`` (get and set) are safe from any thread;
 /// the handler runs on the loop's thread. A source belongs to at most one loop, in any number of its modes.

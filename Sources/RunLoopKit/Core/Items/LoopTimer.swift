@@ -140,7 +140,8 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {
     /// Whether the timer repeats.
     public var repeats: Bool { intervalNanoseconds > 0 }
 
-    /// Moves the next fire time to `fireTime`, or re-arms a one-shot timer that fired. Safe from any thread.
+    /// Moves the next fire time to `fireTime`, or re-arms a one-shot timer that fired; answers whether the timer's
+    /// loop took the change. Safe from any thread.
     ///
     /// On a timer that is waiting to fire (or repeating) it moves the next firing; from inside the handler it also
     /// re-arms a one-shot timer. On a one-shot timer that fired (``LoopItem/isValid`` is false, the timer was not
@@ -150,22 +151,24 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {
     ///
     /// What the caller saw decides: a call made while a one-shot timer is still waiting moves that one firing. If the
     /// loop fires the timer before such a call from another thread reaches it, the move is void (as in CF): the timer
-    /// fired once, and stays spent until re-armed again. An invalidated timer ignores the call, as does a fired timer
-    /// whose loop's thread has exited (it keeps the new time, and may be added to another loop).
-    public func setNextFireTime(_ fireTime: Loop.Instant) {
+    /// fired once, and stays spent until re-armed again.
+    ///
+    /// - Parameter fireTime: The new fire time; one in the past fires in the loop's next pass of one of its modes.
+    /// - Returns: `true` when the change is the timer's: made or queued on its live loop, or kept for the first `add`
+    ///   of a timer that is in no loop yet. `false` when nothing will fire it at `fireTime` where it is: the timer was
+    ///   invalidated (the call is ignored), or its loop's thread has exited or is exiting, a race the call may lose
+    ///   (the timer is then valid and in no mode, as every item of that loop, and keeps `fireTime` for another loop
+    ///   it may be added to; a re-arm is never lost to the race).
+    @discardableResult
+    public func setNextFireTime(_ fireTime: Loop.Instant) -> Bool {
         guard let loop = owner else {
-            if isValid { self.fireTime = fireTime.nanoseconds }
-            return
+            guard isValid else { return false }
+            self.fireTime = fireTime.nanoseconds
+            return true
         }
-        if reviveIfSpent() {
-            guard !loop.isTerminated else {
-                self.fireTime = fireTime.nanoseconds  // Its loop's thread exited: valid, in no mode, as every item.
-                return
-            }
-            loop.rearm(self, at: fireTime.nanoseconds)
-        } else if isValid {
-            loop.reschedule(self, at: fireTime.nanoseconds)
-        }
+        if reviveIfSpent() { return loop.rearm(self, at: fireTime.nanoseconds) }
+        guard isValid else { return false }
+        return loop.reschedule(self, at: fireTime.nanoseconds)
     }
 
 }

@@ -18,4 +18,7 @@ struct DescriptorTable {
     /// level-triggered entry stays ready in the epoll set while its handler left data unread, and a host waiting
     /// edge-triggered on the set would then never hear of it again.
     var reportedSinceHostPass = false
+    /// How many times the loop rebuilt its epoll set to drop an entry it could not name
+    /// (``Loop/dropStaleEntry(under:)``): for tests.
+    var staleEntriesDropped = 0
 }

@@ -16,6 +16,16 @@ struct EpollRegistrations {
     var isOpen = true
     /// The watch holding each descriptor number's entry.
     var watches: [CInt: DescriptorWatch] = [:]
+    /// The loop's own descriptors in the set (its wake-up eventfd and timerfd, Dispatch's main-queue eventfd): what a
+    /// rebuilt set starts with (``rebuild()``).
+    var own: [OwnEntry] = []
+
+    /// One of the loop's own descriptors in the set, what it reports and its tag.
+    struct OwnEntry {
+        let descriptor: CInt
+        let events: Epoll.Events
+        let tag: UInt64
+    }
 
     /// Adds `descriptor`, level-triggered, tagged with `tag`.
     ///
@@ -44,5 +54,73 @@ struct EpollRegistrations {
         } catch {
             trap("RunLoopKit: epoll_ctl(EPOLL_CTL_DEL) on the loop's own set failed: \(error)")
         }
+    }
+
+    // MARK: Entries the loop cannot name (error time only)
+
+    /// Whether the set holds, under the number `descriptor`, an entry for a file that number does not name now (or
+    /// names nothing): the entry of a file replaced behind its sources' backs (`dup2`, or closed and its number
+    /// reused) while another descriptor or process keeps it open. The kernel drops an entry only when its file's
+    /// last descriptor closes, and `epoll_ctl` reaches an entry only through the file its number names now, so no
+    /// `EPOLL_CTL_DEL` can remove it; level-triggered, it would wake the loop for good (``rebuild()`` drops it).
+    /// Costs one `kcmp(2)` when the set holds nothing under the number (as after a removal); `false` where the
+    /// kernel will not say.
+    func holdsStaleEntry(under descriptor: CInt) -> Bool {
+        var index = 0
+        while true {
+            // Asked with the set itself, which never watches itself: only whether entry `index` exists.
+            guard (try? FileDescriptorCalls.compare(epoll, withEntry: index, of: descriptor, in: epoll)) == .otherFile
+            else { return false }
+            if (try? FileDescriptorCalls.compare(descriptor, withEntry: index, of: descriptor, in: epoll)) != .sameFile
+            {
+                return true
+            }
+            index += 1
+        }
+    }
+
+    /// Whether one of the set's entries under the number `descriptor` is for the file that number names now.
+    private func holdsEntry(forFileOf descriptor: CInt) -> Bool {
+        var index = 0
+        while true {
+            switch try? FileDescriptorCalls.compare(descriptor, withEntry: index, of: descriptor, in: epoll) {
+            case .sameFile: return true
+            case .otherFile: index += 1
+            default: return false
+            }
+        }
+    }
+
+    /// Drops every entry the loop cannot name (``holdsStaleEntry(under:)``) by moving to a fresh epoll set under the
+    /// same number: the new set gets the loop's own descriptors and each watch's entry (what it was last told, and
+    /// its tag), then takes the old set's number (`dup3`), which closes the old set and every entry in it. A watch
+    /// whose number no longer names the file it was made for is left out of the new set and of ``watches``; the
+    /// caller fails its sources. Answers those watches.
+    ///
+    /// Only the entries change: the set keeps its number (a host given ``Loop/pollDescriptor`` polls the new set from
+    /// its next wait on), and every report of a kept entry keeps its tag. Loop thread, holding the lock.
+    ///
+    /// - Throws: What creating the new set or an `EPOLL_CTL_ADD` to it failed with (`EMFILE`, `ENOMEM`): the old set
+    ///   is then left as it was.
+    mutating func rebuild() throws(SystemError) -> [DescriptorWatch] {
+        let fresh = try Epoll.create()
+        var leftOut: [DescriptorWatch] = []
+        do throws(SystemError) {
+            for entry in own { try Epoll.add(fresh, entry.descriptor, events: entry.events, data: entry.tag) }
+            for watch in watches.values {
+                guard holdsEntry(forFileOf: watch.descriptor) else {
+                    leftOut.append(watch)
+                    continue
+                }
+                try Epoll.add(fresh, watch.descriptor, events: watch.registeredEvents.epollEvents, data: watch.tag)
+            }
+            try FileDescriptorCalls.duplicate(fresh, onto: epoll)
+        } catch {
+            FileDescriptorCalls.close(fresh)
+            throw error
+        }
+        FileDescriptorCalls.close(fresh)
+        for watch in leftOut { watches[watch.descriptor] = nil }
+        return leftOut
     }
 }

@@ -78,7 +78,12 @@ final class Poller: Sendable {
         self.epoll = epoll
         self.wakeUpDescriptor = wakeUp
         self.timerDescriptor = timer
-        self.lifecycle = Locked(EpollRegistrations(epoll: epoll))
+        var registrations = EpollRegistrations(epoll: epoll)
+        registrations.own = [
+            .init(descriptor: wakeUp, events: [.input, .edgeTriggered], tag: Self.wakeUpTag),
+            .init(descriptor: timer, events: [.input, .edgeTriggered], tag: Self.timerTag),
+        ]
+        self.lifecycle = Locked(registrations)
     }
 
     /// Closes the three descriptors; later wake-ups and registrations do nothing or fail cleanly.
@@ -152,6 +157,7 @@ final class Poller: Sendable {
             guard registrations.isOpen else { return nil }
             do throws(SystemError) {
                 try Epoll.add(epoll, descriptor, events: events, data: tag)
+                registrations.own.append(.init(descriptor: descriptor, events: events, tag: tag))
                 return .success(())
             } catch {
                 return .failure(error)
