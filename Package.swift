@@ -101,11 +101,18 @@ let package = Package(
             path: "Tests/glib-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // A socket-activated daemon: RunLoopKitTests runs it in child processes under systemd-socket-activate.
+        .executableTarget(
+            name: "socket-activation-check",
+            dependencies: ["RunLoopKit", "RunLoopKitServices"],
+            path: "Tests/socket-activation-check",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "RunLoopKitTests",
             dependencies: [
                 "RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "RunLoopKitGLib", "SplitMix64",
-                "main-loop-check", "glib-check", "loop-demo",
+                "main-loop-check", "glib-check", "loop-demo", "socket-activation-check",
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

@@ -6,6 +6,8 @@
 
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -40,6 +42,21 @@ static inline int crunloop_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd
 /// waitid(2) on the child that `pidfd` refers to (P_PIDFD, Linux 5.4+); 0, or -1 with errno.
 static inline int crunloop_waitid_pidfd(int pidfd, siginfo_t *info, int options) {
     return waitid((idtype_t)CRUNLOOP_P_PIDFD, (id_t)pidfd, info, options);
+}
+
+/// The control buffer size sendmsg(2) needs to pass `count` descriptors (CMSG_SPACE, a macro Swift cannot call).
+static inline size_t crunloop_rights_space(int count) { return CMSG_SPACE(sizeof(int) * (size_t)count); }
+
+/// Fills `message`'s control buffer (`msg_control`, at least crunloop_rights_space(count) bytes) with one
+/// SCM_RIGHTS header carrying `descriptors`, and sets `msg_controllen` (CMSG_FIRSTHDR, CMSG_LEN and CMSG_DATA are
+/// macros Swift cannot call).
+static inline void crunloop_fill_rights(struct msghdr *message, const int *descriptors, int count) {
+    message->msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)count);
+    struct cmsghdr *header = CMSG_FIRSTHDR(message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)count);
+    memcpy(CMSG_DATA(header), descriptors, sizeof(int) * (size_t)count);
 }
 
 #endif
