@@ -31,9 +31,10 @@ func serve(expecting names: [String]) throws {
             let connection = accept(passed.descriptor, nil, nil)
             guard connection >= 0 else { fail("accept4: errno \(errno)") }
             do {
-                try Loop.main.add(answering(connection, as: passed.name) {
-                    if unanswered.subtract(1, ordering: .relaxed).newValue == 0 { Loop.main.stop() }
-                })
+                try Loop.main.add(
+                    answering(connection, as: passed.name) {
+                        if unanswered.subtract(1, ordering: .relaxed).newValue == 0 { Loop.main.stop() }
+                    })
             } catch {
                 fail("adding the connection: \(error)")
             }
@@ -46,7 +47,8 @@ func serve(expecting names: [String]) throws {
 }
 
 /// A source that reads one line from `connection`, writes "<name> <line>" back, closes it and calls `done`.
-func answering(_ connection: CInt, as name: String, done: @escaping @Sendable () -> Void) throws -> FileDescriptorSource {
+func answering(_ connection: CInt, as name: String, done: @escaping @Sendable () -> Void) throws -> FileDescriptorSource
+{
     try FileDescriptorSource(descriptor: connection, events: .readable) { source, _ in
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = read(connection, &buffer, buffer.count)

@@ -299,8 +299,14 @@ extension MemoryPressureSourceTests {
         let cases: [([String: String], LoopError.Code)] = [
             (["MEMORY_PRESSURE_WATCH": "/dev/null"], .unsupported),
             (["MEMORY_PRESSURE_WATCH": ""], .unsupported),
-            (["MEMORY_PRESSURE_WATCH": "/proc/pressure/memory", "MEMORY_PRESSURE_WRITE": "not base64!"], .invalidArgument),
-            (["MEMORY_PRESSURE_WATCH": "/proc/pressure/memory", "MEMORY_PRESSURE_WRITE": "aGVsbG8="], .invalidArgument),
+            (
+                ["MEMORY_PRESSURE_WATCH": "/proc/pressure/memory", "MEMORY_PRESSURE_WRITE": "not base64!"],
+                .invalidArgument
+            ),
+            (
+                ["MEMORY_PRESSURE_WATCH": "/proc/pressure/memory", "MEMORY_PRESSURE_WRITE": "aGVsbG8="],
+                .invalidArgument
+            ),
         ]
         for (environment, code) in cases {
             do throws(LoopError) {
@@ -320,7 +326,9 @@ extension MemoryPressureSourceTests {
 
     @Test func cpuAndIOPressureUseTheSameMechanism() throws {
         for path in ["/proc/pressure/cpu", "/proc/pressure/io"] where FileDescriptorCalls.exists(path) {
-            let source = try MemoryPressureSource(trigger: try MemoryPressureTrigger(parsing: "some 150ms 2s"), path: path) { _, _ in }
+            let source = try MemoryPressureSource(
+                trigger: try MemoryPressureTrigger(parsing: "some 150ms 2s"), path: path
+            ) { _, _ in }
             #expect(source.pressureDescriptor != nil)
             source.invalidate()
         }

@@ -92,15 +92,36 @@ import Testing
         defer { manager.close() }
         let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": manager.address])
         let cases: [(String, () throws(LoopError) -> Bool, LoopError.Code)] = [
-            ("no descriptors", { () throws(LoopError) in try notifier.storeDescriptors([], name: "a") }, .invalidArgument),
-            ("254 descriptors", { () throws(LoopError) in try notifier.storeDescriptors(Array(repeating: 0, count: 254), name: "a") }, .invalidArgument),
+            (
+                "no descriptors", { () throws(LoopError) in try notifier.storeDescriptors([], name: "a") },
+                .invalidArgument
+            ),
+            (
+                "254 descriptors",
+                { () throws(LoopError) in try notifier.storeDescriptors(Array(repeating: 0, count: 254), name: "a") },
+                .invalidArgument
+            ),
             ("empty name", { () throws(LoopError) in try notifier.storeDescriptors([0], name: "") }, .invalidArgument),
             ("colon", { () throws(LoopError) in try notifier.storeDescriptors([0], name: "a:b") }, .invalidArgument),
-            ("line break", { () throws(LoopError) in try notifier.storeDescriptors([0], name: "a\nREADY=1") }, .invalidArgument),
-            ("256 characters", { () throws(LoopError) in try notifier.removeStoredDescriptors(named: String(repeating: "n", count: 256)) }, .invalidArgument),
-            ("closed descriptor", { () throws(LoopError) in try notifier.storeDescriptors([987_654], name: "gone") }, .badDescriptor),
+            (
+                "line break", { () throws(LoopError) in try notifier.storeDescriptors([0], name: "a\nREADY=1") },
+                .invalidArgument
+            ),
+            (
+                "256 characters",
+                { () throws(LoopError) in
+                    try notifier.removeStoredDescriptors(named: String(repeating: "n", count: 256))
+                }, .invalidArgument
+            ),
+            (
+                "closed descriptor", { () throws(LoopError) in try notifier.storeDescriptors([987_654], name: "gone") },
+                .badDescriptor
+            ),
             ("zero extension", { () throws(LoopError) in try notifier.extendTimeout(by: .zero) }, .invalidArgument),
-            ("negative extension", { () throws(LoopError) in try notifier.extendTimeout(by: .seconds(-1)) }, .invalidArgument),
+            (
+                "negative extension", { () throws(LoopError) in try notifier.extendTimeout(by: .seconds(-1)) },
+                .invalidArgument
+            ),
         ]
         for (label, call, code) in cases {
             do throws(LoopError) {

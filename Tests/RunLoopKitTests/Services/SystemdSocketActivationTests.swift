@@ -11,7 +11,8 @@ import Testing
 @Suite struct SystemdSocketActivationTests {
     static let tool = "/usr/bin/systemd-socket-activate"
     /// Present, or required: under CI=true the tests run (and fail) without it.
-    static let runs = FileManager.default.isExecutableFile(atPath: tool)
+    static let runs =
+        FileManager.default.isExecutableFile(atPath: tool)
         || ProcessInfo.processInfo.environment["CI"] == "true"
 
     /// Starts the daemon under systemd-socket-activate listening on one Unix socket per name, connects to each,
@@ -20,7 +21,8 @@ import Testing
         let paths = names.indices.map { "/tmp/runloopkit-activation-\(getpid())-\($0).sock" }
         paths.forEach { unlink($0) }
         defer { paths.forEach { unlink($0) } }
-        let arguments = paths.flatMap { ["-l", $0] } + ["--fdname=\(names.joined(separator: ":"))"]
+        let arguments =
+            paths.flatMap { ["-l", $0] } + ["--fdname=\(names.joined(separator: ":"))"]
             + [TestExecutable.path(of: "socket-activation-check"), "serve"] + names
         let child = try TestExecutable.start(executable: Self.tool, arguments: arguments)
         var answers: [String] = []

@@ -31,7 +31,9 @@ enum TestExecutable {
             while true {
                 let reaped = waitpid(pid, &status, WNOHANG)
                 if reaped == pid { break }
-                if reaped == -1 && errno != EINTR { throw Failure(description: "\(label): waitpid failed: errno \(errno)") }
+                if reaped == -1 && errno != EINTR {
+                    throw Failure(description: "\(label): waitpid failed: errno \(errno)")
+                }
                 if ContinuousClock.now >= deadline {
                     kill(pid, SIGKILL)
                     _ = waitpid(pid, &status, 0)
