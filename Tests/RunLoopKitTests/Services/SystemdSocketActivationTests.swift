@@ -18,7 +18,8 @@ import Testing
     /// Starts the daemon under systemd-socket-activate listening on one Unix socket per name, connects to each,
     /// and checks the answers and the daemon's verdict.
     func serve(names: [String]) throws {
-        let paths = names.indices.map { "/tmp/runloopkit-activation-\(getpid())-\($0).sock" }
+        // Apart per test (they run in parallel): one set of paths per number of names.
+        let paths = names.indices.map { "/tmp/runloopkit-activation-\(getpid())-\(names.count)-\($0).sock" }
         paths.forEach { unlink($0) }
         defer { paths.forEach { unlink($0) } }
         let arguments =
