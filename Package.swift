@@ -117,11 +117,18 @@ let package = Package(
             path: "Tests/foundation-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // A socket-activated daemon: RunLoopKitTests runs it in child processes under systemd-socket-activate.
+        .executableTarget(
+            name: "socket-activation-check",
+            dependencies: ["RunLoopKit", "RunLoopKitServices"],
+            path: "Tests/socket-activation-check",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "RunLoopKitTests",
             dependencies: [
                 "RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "RunLoopKitGLib", "RunLoopKitFoundation",
-                "SplitMix64", "main-loop-check", "glib-check", "foundation-check", "loop-demo",
+                "SplitMix64", "main-loop-check", "glib-check", "foundation-check", "socket-activation-check", "loop-demo",
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

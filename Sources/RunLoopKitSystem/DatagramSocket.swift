@@ -1,10 +1,14 @@
+import CRunLoopShims
 import Glibc
 
 /// Unix-domain datagram sockets, for the systemd notify protocol: a socket made, one datagram sent to a named
-/// address, closed. The only socket calls the library makes.
+/// address (with descriptors attached, for the fd store), closed. The only socket calls the library makes.
 package enum DatagramSocket {
     /// The longest address `sockaddr_un` holds, without the terminating NUL of a path name.
     package static let maximumAddressLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    /// The most descriptors one datagram may carry (the kernel's `SCM_MAX_FD`).
+    package static let maximumPassedDescriptors = 253
 
     /// A new unbound Unix datagram socket, close-on-exec.
     ///
@@ -19,14 +23,7 @@ package enum DatagramSocket {
     ///
     /// The corresponding C call is `sendto(2)` with `MSG_NOSIGNAL`.
     package static func send(_ message: [UInt8], from descriptor: CInt, to address: [UInt8]) throws(SystemError) {
-        var socketAddress = sockaddr_un()
-        socketAddress.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &socketAddress.sun_path) { path in
-            path.copyBytes(from: address.prefix(path.count))
-        }
-        // An abstract name's length is exact (no terminating NUL); a path's includes its NUL.
-        let pathLength = address.first == 0 ? address.count : address.count + 1
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + pathLength)
+        var (socketAddress, length) = unixAddress(address)
         let sent = withUnsafePointer(to: &socketAddress) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
                 message.withUnsafeBytes { bytes in
@@ -39,5 +36,55 @@ package enum DatagramSocket {
             }
         }
         _ = try sent.get()
+    }
+
+    /// Sends `message` as one datagram from `descriptor` to `address` (as for ``send(_:from:to:)``) with `passed`
+    /// attached as `SCM_RIGHTS`: the receiver gets its own duplicates of them. `passed` holds 1 to
+    /// ``maximumPassedDescriptors`` descriptors (checked by the caller).
+    ///
+    /// The corresponding C call is `sendmsg(2)` with `MSG_NOSIGNAL`.
+    package static func send(
+        _ message: [UInt8], passing passed: [CInt], from descriptor: CInt, to address: [UInt8]
+    ) throws(SystemError) {
+        var (socketAddress, length) = unixAddress(address)
+        var payload = message
+        var control = [UInt8](repeating: 0, count: crunloop_rights_space(CInt(passed.count)))
+        let sent = withUnsafeMutablePointer(to: &socketAddress) { target in
+            payload.withUnsafeMutableBytes { bytes in
+                control.withUnsafeMutableBytes { controlBytes in
+                    passed.withUnsafeBufferPointer { descriptors in
+                        var vector = iovec(iov_base: bytes.baseAddress, iov_len: bytes.count)
+                        return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                            var header = msghdr()
+                            header.msg_name = UnsafeMutableRawPointer(target)
+                            header.msg_namelen = length
+                            header.msg_iov = vectorPointer
+                            header.msg_iovlen = 1
+                            header.msg_control = controlBytes.baseAddress
+                            header.msg_controllen = controlBytes.count
+                            crunloop_fill_rights(&header, descriptors.baseAddress, CInt(descriptors.count))
+                            return Result { () throws(SystemError) in
+                                try retryingOnInterrupt("sendmsg", on: descriptor) {
+                                    sendmsg(descriptor, &header, Int32(MSG_NOSIGNAL))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        _ = try sent.get()
+    }
+
+    /// `address` as a `sockaddr_un` and its length: an abstract name's length is exact (no terminating NUL), a
+    /// path's includes its NUL.
+    private static func unixAddress(_ address: [UInt8]) -> (sockaddr_un, socklen_t) {
+        var socketAddress = sockaddr_un()
+        socketAddress.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &socketAddress.sun_path) { path in
+            path.copyBytes(from: address.prefix(path.count))
+        }
+        let pathLength = address.first == 0 ? address.count : address.count + 1
+        return (socketAddress, socklen_t(MemoryLayout<sa_family_t>.size + pathLength))
     }
 }

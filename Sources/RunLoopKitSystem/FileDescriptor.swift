@@ -84,6 +84,16 @@ package enum FileDescriptorCalls {
         descriptor >= 0 && fcntl(descriptor, F_GETFD) != -1
     }
 
+    /// Marks `descriptor` close-on-exec (`FD_CLOEXEC`), keeping its other descriptor flags: a descriptor this
+    /// process inherited must not leak further into the programs it starts.
+    ///
+    /// The corresponding C calls are `fcntl(2)` with `F_GETFD`, then `F_SETFD`.
+    package static func setCloseOnExec(_ descriptor: CInt) throws(SystemError) {
+        let flags = try retryingOnInterrupt("fcntl", on: descriptor) { fcntl(descriptor, F_GETFD) }
+        if flags & FD_CLOEXEC != 0 { return }
+        _ = try retryingOnInterrupt("fcntl", on: descriptor) { fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
+    }
+
     /// Which file `descriptor` names (device and inode), `nil` when it is not open: tells a descriptor apart from
     /// another file that got the same number after it was closed.
     ///

@@ -8,6 +8,8 @@
 #include <linux/kcmp.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -65,6 +67,21 @@ static inline int crunloop_kcmp_epoll_target(int descriptor, int epoll, int targ
     pid_t pid = getpid();
     struct kcmp_epoll_slot slot = {.efd = (__u32)epoll, .tfd = (__u32)target, .toff = index};
     return (int)syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, descriptor, (unsigned long)&slot);
+}
+
+/// The control buffer size sendmsg(2) needs to pass `count` descriptors (CMSG_SPACE, a macro Swift cannot call).
+static inline size_t crunloop_rights_space(int count) { return CMSG_SPACE(sizeof(int) * (size_t)count); }
+
+/// Fills `message`'s control buffer (`msg_control`, at least crunloop_rights_space(count) bytes) with one
+/// SCM_RIGHTS header carrying `descriptors`, and sets `msg_controllen` (CMSG_FIRSTHDR, CMSG_LEN and CMSG_DATA are
+/// macros Swift cannot call).
+static inline void crunloop_fill_rights(struct msghdr *message, const int *descriptors, int count) {
+    message->msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)count);
+    struct cmsghdr *header = CMSG_FIRSTHDR(message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)count);
+    memcpy(CMSG_DATA(header), descriptors, sizeof(int) * (size_t)count);
 }
 
 #endif

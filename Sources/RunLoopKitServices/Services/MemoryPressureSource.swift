@@ -53,27 +53,46 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
         return path
     }
 
-    /// Arms `trigger` on `path` (by default ``defaultPath()``); the source is not in any loop yet. Any thread.
+    /// Arms `trigger` on `path`; the source is not in any loop yet. Any thread.
+    ///
+    /// Without a `path`, the service manager's choice comes first, as with sd-event's
+    /// `sd_event_add_memory_pressure`: a unit with `MemoryPressureWatch=` sets `MEMORY_PRESSURE_WATCH` (the file)
+    /// and `MEMORY_PRESSURE_WRITE` (the trigger, from `MemoryPressureThresholdSec=`), and both then replace
+    /// ``defaultPath()`` and `trigger` (read ``trigger`` and ``path`` to see what was armed). Without them it is
+    /// ``defaultPath()`` and `trigger`.
+    ///
+    /// The same mechanism watches CPU and I/O pressure: pass `/proc/pressure/cpu` or `/proc/pressure/io` (or a
+    /// cgroup's `cpu.pressure` or `io.pressure`) as `path`; the trigger's form and limits are the same.
     ///
     /// - Parameters:
-    ///   - trigger: When to fire.
-    ///   - path: A pressure file: `/proc/pressure/memory` or a cgroup's `memory.pressure`. Default: ``defaultPath()``.
+    ///   - trigger: When to fire (unless the service manager set one).
+    ///   - path: A pressure file: `/proc/pressure/memory` or a cgroup's `memory.pressure`, or their CPU and I/O
+    ///     counterparts. Default: the service manager's, else ``defaultPath()``.
     ///   - order: Among descriptor-backed sources ready in the same pass, lower orders are handled first. Default 0.
+    ///   - environment: Where `MEMORY_PRESSURE_WATCH` and `MEMORY_PRESSURE_WRITE` are read when `path` is `nil`;
+    ///     `nil` (the default) reads the process's environment. For tests.
     ///   - handler: Called on the loop's thread with the source and what happened.
     /// - Throws: `LoopError.Code.unsupported` when the kernel has no PSI (no such file, or the write is refused
     ///   with `EOPNOTSUPP`); `LoopError.Code.permissionDenied` when the file cannot be opened for writing, or the
     ///   kernel refuses the trigger's window because the process lacks `CAP_SYS_RESOURCE` (then the window must
     ///   be a multiple of 2 s, see ``MemoryPressureTrigger``); `LoopError.Code.invalidArgument` when the kernel
-    ///   refuses the trigger otherwise; `LoopError.Code.systemCallFailed` (`EMFILE`, `ENOMEM`, ...).
+    ///   refuses the trigger otherwise, or the service manager's `MEMORY_PRESSURE_WRITE` is not base64 of a
+    ///   trigger; `LoopError.Code.unsupported` also when the unit turned watching off (`MEMORY_PRESSURE_WATCH` is
+    ///   `/dev/null`, `MemoryPressureWatch=off`); `LoopError.Code.systemCallFailed` (`EMFILE`, `ENOMEM`, ...).
     public init(
         trigger: MemoryPressureTrigger,
         path: String? = nil,
         order: Int = 0,
+        environment: [String: String]? = nil,
         handler: @escaping @Sendable (MemoryPressureSource, Event) -> Void
     ) throws(LoopError) {
         let file: String
+        var trigger = trigger
         if let path {
             file = path
+        } else if let request = try MemoryPressureWatch.request(in: environment) {
+            file = request.path
+            if let text = request.trigger { trigger = try MemoryPressureTrigger(parsing: text) }
         } else {
             file = try Self.defaultPath()
         }

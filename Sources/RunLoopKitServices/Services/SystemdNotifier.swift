@@ -34,6 +34,11 @@ public struct SystemdNotifier: Sendable {
     ///   cannot be made or the datagram cannot be sent (`ENOENT` or `ECONNREFUSED`: nothing listens there any more).
     @discardableResult
     public func notify(_ assignments: [String]) throws(LoopError) -> Bool {
+        try send(assignments, passing: [])
+    }
+
+    /// Sends `assignments` (checked as ``notify(_:)`` checks them), with `passed` attached when it is not empty.
+    func send(_ assignments: [String], passing passed: [CInt]) throws(LoopError) -> Bool {
         guard let socketAddress else { return false }
         guard !assignments.isEmpty else {
             throw LoopError(.invalidArgument, message: "a notification needs at least one NAME=value assignment")
@@ -51,7 +56,11 @@ public struct SystemdNotifier: Sendable {
         do throws(SystemError) {
             let descriptor = try DatagramSocket.make()
             defer { FileDescriptorCalls.close(descriptor) }
-            try DatagramSocket.send(message, from: descriptor, to: address)
+            if passed.isEmpty {
+                try DatagramSocket.send(message, from: descriptor, to: address)
+            } else {
+                try DatagramSocket.send(message, passing: passed, from: descriptor, to: address)
+            }
         } catch {
             throw LoopError(error, context: "notifying the service manager at \(socketAddress)")
         }

@@ -271,3 +271,66 @@ extension MemoryPressureSourceTests {
             "[psi] induced pressure fired \"\(trigger)\" on \(source.path) \(latency) after the hog started")
     }
 }
+
+/// systemd's convention: `MEMORY_PRESSURE_WATCH` and `MEMORY_PRESSURE_WRITE` replace the default file and trigger.
+@Suite struct MemoryPressureWatchTests {
+    @Test func theServiceManagersFileAndTriggerAreUsed() throws {
+        guard FileDescriptorCalls.exists("/proc/pressure/memory") else { return }
+        // "some 200000 2000000", base64-encoded as systemd writes it.
+        let environment = [
+            "MEMORY_PRESSURE_WATCH": "/proc/pressure/memory",
+            "MEMORY_PRESSURE_WRITE": "c29tZSAyMDAwMDAgMjAwMDAwMA==",
+        ]
+        let fallback = try MemoryPressureTrigger(parsing: "full 1s 4s")
+        let source = try MemoryPressureSource(trigger: fallback, environment: environment) { _, _ in }
+        defer { source.invalidate() }
+        #expect(source.path == "/proc/pressure/memory")
+        #expect(source.trigger.description == "some 200000 2000000")
+    }
+
+    @Test func withoutTheVariablesTheDefaultIsUsed() throws {
+        #expect(try MemoryPressureWatch.request(in: [:]) == nil)
+        #expect(
+            try MemoryPressureWatch.request(in: ["MEMORY_PRESSURE_WATCH": "/x"])
+                == MemoryPressureWatch.Request(path: "/x", trigger: nil))
+    }
+
+    @Test func turnedOffOrMalformedVariablesThrowTypedErrors() {
+        let cases: [([String: String], LoopError.Code)] = [
+            (["MEMORY_PRESSURE_WATCH": "/dev/null"], .unsupported),
+            (["MEMORY_PRESSURE_WATCH": ""], .unsupported),
+            (
+                ["MEMORY_PRESSURE_WATCH": "/proc/pressure/memory", "MEMORY_PRESSURE_WRITE": "not base64!"],
+                .invalidArgument
+            ),
+            (
+                ["MEMORY_PRESSURE_WATCH": "/proc/pressure/memory", "MEMORY_PRESSURE_WRITE": "aGVsbG8="],
+                .invalidArgument
+            ),
+        ]
+        for (environment, code) in cases {
+            do throws(LoopError) {
+                let source = try MemoryPressureSource(
+                    trigger: try MemoryPressureTrigger(parsing: "some 150ms 2s"), environment: environment
+                ) { _, _ in }
+                source.invalidate()
+                Issue.record("\(environment): no error")
+            } catch {
+                #expect(error.code == code, "\(environment): \(error)")
+            }
+        }
+        #expect(MemoryPressureWatch.decodeBase64("aGk=") == Array("hi".utf8))
+        #expect(MemoryPressureWatch.decodeBase64("aGk") == Array("hi".utf8))
+        #expect(MemoryPressureWatch.decodeBase64("a=Gk") == nil)
+    }
+
+    @Test func cpuAndIOPressureUseTheSameMechanism() throws {
+        for path in ["/proc/pressure/cpu", "/proc/pressure/io"] where FileDescriptorCalls.exists(path) {
+            let source = try MemoryPressureSource(
+                trigger: try MemoryPressureTrigger(parsing: "some 150ms 2s"), path: path
+            ) { _, _ in }
+            #expect(source.pressureDescriptor != nil)
+            source.invalidate()
+        }
+    }
+}

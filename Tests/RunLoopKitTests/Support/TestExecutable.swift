@@ -12,22 +12,65 @@ enum TestExecutable {
         let description: String
     }
 
+    /// A started child, standard error merged into standard output (kept in a temporary file).
+    struct Child {
+        let pid: pid_t
+        let label: String
+        let outputDescriptor: CInt
+        let outputPath: String
+
+        /// Waits for the child to exit; answers the exit status (128 + the signal for a child a signal ended) and
+        /// the output. Throws if it is still running after `timeout` (then it is killed).
+        func wait(timeout: Duration = .seconds(120)) throws -> (status: Int32, output: String) {
+            defer {
+                close(outputDescriptor)
+                unlink(outputPath)
+            }
+            let deadline = ContinuousClock.now + timeout
+            var status: CInt = 0
+            while true {
+                let reaped = waitpid(pid, &status, WNOHANG)
+                if reaped == pid { break }
+                if reaped == -1 && errno != EINTR {
+                    throw Failure(description: "\(label): waitpid failed: errno \(errno)")
+                }
+                if ContinuousClock.now >= deadline {
+                    kill(pid, SIGKILL)
+                    _ = waitpid(pid, &status, 0)
+                    throw Failure(description: "\(label): still running after \(timeout)")
+                }
+                usleep(1000)
+            }
+            let bytes = FileManager.default.contents(atPath: outputPath) ?? Data()
+            let text = String(decoding: bytes, as: UTF8.self)
+            let exited = status & 0x7f == 0
+            return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), text)
+        }
+    }
+
+    /// The path of the package's test executable `name`.
+    static func path(of name: String) -> String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent(name).path
+    }
+
     /// Runs `name` with `arguments`, standard error merged into standard output; answers the exit status (128 +
     /// the signal for a child a signal ended) and the output. Throws if it cannot start or is still running after
     /// `timeout` (then it is killed).
     static func run(
         _ name: String, arguments: [String] = [], timeout: Duration = .seconds(120)
     ) throws -> (status: Int32, output: String) {
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent(name).path
+        try start(executable: path(of: name), arguments: arguments).wait(timeout: timeout)
+    }
+
+    /// Starts `executable` (a path) with `arguments` and the test process's environment plus `environment`.
+    static func start(
+        executable: String, arguments: [String] = [], environment: [String: String] = [:]
+    ) throws -> Child {
         var template = Array("/tmp/runloopkit-test-output-XXXXXX".utf8CString)
         let outputDescriptor = mkstemp(&template)
         guard outputDescriptor >= 0 else { throw Failure(description: "mkstemp failed: errno \(errno)") }
         let outputPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        defer {
-            close(outputDescriptor)
-            unlink(outputPath)
-        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -35,25 +78,18 @@ enum TestExecutable {
         posix_spawn_file_actions_adddup2(&actions, outputDescriptor, STDERR_FILENO)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        var merged = ProcessInfo.processInfo.environment
+        merged.merge(environment) { $1 }
+        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0)=\($1)") } + [nil]
+        defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw Failure(description: "\(name): posix_spawn failed: errno \(spawned)") }
-        let deadline = ContinuousClock.now + timeout
-        var status: CInt = 0
-        while true {
-            let reaped = waitpid(pid, &status, WNOHANG)
-            if reaped == pid { break }
-            if reaped == -1 && errno != EINTR { throw Failure(description: "\(name): waitpid failed: errno \(errno)") }
-            if ContinuousClock.now >= deadline {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                throw Failure(description: "\(name) \(arguments): still running after \(timeout)")
-            }
-            usleep(1000)
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        guard spawned == 0 else {
+            close(outputDescriptor)
+            unlink(outputPath)
+            throw Failure(description: "\(executable): posix_spawn failed: errno \(spawned)")
         }
-        let bytes = FileManager.default.contents(atPath: outputPath) ?? Data()
-        let text = String(decoding: bytes, as: UTF8.self)
-        let exited = status & 0x7f == 0
-        return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), text)
+        return Child(
+            pid: pid, label: "\(executable) \(arguments)", outputDescriptor: outputDescriptor, outputPath: outputPath)
     }
 }

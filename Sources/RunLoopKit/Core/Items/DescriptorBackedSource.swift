@@ -281,7 +281,7 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
     /// the same file), an owned one until invalidation let it go. Holds an owned one open while it is registered.
     func withRegistrableDescriptor(_ body: () throws(LoopError) -> Void) throws(LoopError) {
         guard owned != nil else { return try body() }
-        let registered = try withOwnedDescriptor { _ throws(LoopError) in try body() }
+        let registered: Void? = try withOwnedDescriptor { _ throws(LoopError) in try body() }
         if registered == nil { throw LoopError(.invalidated, message: "an invalidated item cannot be added to a loop") }
     }
 }

@@ -1,0 +1,113 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+@testable import RunLoopKitServices
+
+/// Socket activation: the real `systemd-socket-activate` hands listening sockets to the `socket-activation-check`
+/// daemon, which answers a connection on each through a `FileDescriptorSource`; and the variables' bad forms, read
+/// from a dictionary, which adopt nothing.
+@Suite struct SystemdSocketActivationTests {
+    static let tool = "/usr/bin/systemd-socket-activate"
+    /// Present, or required: under CI=true the tests run (and fail) without it.
+    static let runs =
+        FileManager.default.isExecutableFile(atPath: tool)
+        || ProcessInfo.processInfo.environment["CI"] == "true"
+
+    /// Starts the daemon under systemd-socket-activate listening on one Unix socket per name, connects to each,
+    /// and checks the answers and the daemon's verdict.
+    func serve(names: [String]) throws {
+        // Apart per test (they run in parallel): one set of paths per number of names.
+        let paths = names.indices.map { "/tmp/runloopkit-activation-\(getpid())-\(names.count)-\($0).sock" }
+        paths.forEach { unlink($0) }
+        defer { paths.forEach { unlink($0) } }
+        let arguments =
+            paths.flatMap { ["-l", $0] } + ["--fdname=\(names.joined(separator: ":"))"]
+            + [TestExecutable.path(of: "socket-activation-check"), "serve"] + names
+        let child = try TestExecutable.start(executable: Self.tool, arguments: arguments)
+        var answers: [String] = []
+        for (path, name) in zip(paths, names) {
+            answers.append(try Self.ask(path, "hello \(name)\n"))
+        }
+        let (status, output) = try child.wait(timeout: .seconds(60))
+        #expect(answers == names.map { "\($0) hello \($0)\n" })
+        #expect(status == 0 && output.contains("PASS serve"), "exit \(status), output:\n\(output)")
+    }
+
+    /// Connects to the Unix socket at `path` (waiting up to 10 s for it to appear), sends `line`, answers the
+    /// reply.
+    static func ask(_ path: String, _ line: String) throws -> String {
+        let deadline = ContinuousClock.now + .seconds(10)
+        let connection = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(connection) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        while true {
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(connection, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            if connected == 0 { break }
+            guard ContinuousClock.now < deadline else {
+                throw TestExecutable.Failure(description: "connect \(path): errno \(errno)")
+            }
+            usleep(5_000)  // The socket appears once systemd-socket-activate has bound it.
+        }
+        _ = write(connection, line, line.utf8.count)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var reply: [UInt8] = []
+        while true {
+            var entry = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 10_000) == 1 else { throw TestExecutable.Failure(description: "no reply") }
+            let count = read(connection, &buffer, buffer.count)
+            if count <= 0 { break }
+            reply += buffer[..<count]
+        }
+        return String(decoding: reply, as: UTF8.self)
+    }
+
+    @Test(.enabled(if: runs, "systemd-socket-activate is not installed (Debian's systemd package; CI installs it)"))
+    func aListeningSocketIsAdoptedAndAConnectionAnswered() throws {
+        try serve(names: ["web"])
+    }
+
+    @Test(.enabled(if: runs, "systemd-socket-activate is not installed (Debian's systemd package; CI installs it)"))
+    func severalNamedSocketsAreEachReachableByName() throws {
+        try serve(names: ["web", "admin", "metrics"])
+    }
+
+    @Test func withoutTheVariablesOrForAnotherProcessNothingIsAdopted() throws {
+        #expect(try SystemdSocketActivation.adopt(environment: [:]).isEmpty)
+        #expect(try SystemdSocketActivation.adopt(environment: ["LISTEN_FDS": "2"]).isEmpty)
+        let other = ["LISTEN_PID": "\(getppid())", "LISTEN_FDS": "2", "LISTEN_FDNAMES": "a:b"]
+        #expect(try SystemdSocketActivation.adopt(environment: other).isEmpty)
+        let none = ["LISTEN_PID": "\(getpid())", "LISTEN_FDS": "0"]
+        #expect(try SystemdSocketActivation.adopt(environment: none).isEmpty)
+    }
+
+    @Test func malformedVariablesThrowTypedErrorsAndAdoptNothing() throws {
+        let me = "\(getpid())"
+        let cases: [([String: String], LoopError.Code)] = [
+            (["LISTEN_PID": "me", "LISTEN_FDS": "1"], .invalidArgument),
+            (["LISTEN_PID": "-4", "LISTEN_FDS": "1"], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_FDS": "one"], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_FDS": "-1"], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_FDS": "99999999999"], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_FDS": "2", "LISTEN_FDNAMES": "only-one"], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_FDS": "1", "LISTEN_FDNAMES": "a:b"], .invalidArgument),
+            // Far beyond what this process has open: promised, not passed.
+            (["LISTEN_PID": me, "LISTEN_FDS": "60000"], .badDescriptor),
+        ]
+        for (environment, code) in cases {
+            do throws(LoopError) {
+                let adopted = try SystemdSocketActivation.adopt(environment: environment)
+                Issue.record("\(environment): adopted \(adopted.descriptors.count), no error")
+            } catch {
+                #expect(error.code == code, "\(environment): \(error)")
+            }
+        }
+    }
+}
