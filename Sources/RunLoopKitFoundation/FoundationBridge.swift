@@ -116,6 +116,9 @@ public final class FoundationBridge: @unchecked Sendable {
         try loop.add(foundationTimer, to: .common)
     }
 
+    /// The bridge of each bridged loop: one at a time (it serves both directions).
+    static let slots = LoopBridgeSlots<FoundationBridge> { $0.isValid }
+
     /// Whether the bridge still joins the two loops. Safe from any thread.
     public var isValid: Bool { valid.load(ordering: .acquiring) }
 
@@ -130,7 +133,7 @@ public final class FoundationBridge: @unchecked Sendable {
         CFRunLoopObserverInvalidate(depthObserver)
         sleepObserver.invalidate()
         foundationTimer.invalidate()
-        FoundationBridgeRegistry.remove(self)
+        Self.slots.release(self, of: loop)
         if !loop.isCurrent {
             // A callout of Foundation's may be running on the loop's thread, with this object as its info: keep it
             // until Foundation's next iteration there, which starts after that callout returned.
@@ -195,28 +198,33 @@ public final class FoundationBridge: @unchecked Sendable {
         foundationPollDepth = foundationDepth + 1
         var runs = 0
         var overdueRuns = 0
+        var nextFireDate: CFAbsoluteTime?  // Foundation's next timer (0: none), once asked.
         while runs < Self.foundationRunsPerTurn {
             runs += 1
             let result = CFRunLoopRunInMode(foundationMode, 0, true)
             if result == .handledSource { continue }
-            if result == .finished { break }  // Nothing in that mode of Foundation's.
+            if result == .finished {  // Nothing in that mode of Foundation's, timers included.
+                nextFireDate = 0
+                break
+            }
             // One iteration of Foundation's serves one of its descriptors: a due timer may still be waiting.
             let next = CFRunLoopGetNextTimerFireDate(runLoop, foundationMode)
             if next != 0 && next <= CFAbsoluteTimeGetCurrent() && overdueRuns < 2 {
                 overdueRuns += 1
                 continue
             }
+            nextFireDate = next
             break
         }
         foundationPollDepth = outer
-        scheduleTimer(in: foundationMode)
+        scheduleTimer(at: nextFireDate ?? CFRunLoopGetNextTimerFireDate(runLoop, foundationMode))
         if runs == Self.foundationRunsPerTurn { loop.wakeUp() }  // More is ready: another turn after the loop's work.
     }
 
-    /// Sets the loop's timer for the next fire date of Foundation's timers in `foundationMode`, if there is one.
-    private func scheduleTimer(in foundationMode: CFRunLoopMode) {
-        let next = CFRunLoopGetNextTimerFireDate(runLoop, foundationMode)
-        guard next != 0 else { return }  // None: the timer stays spent.
+    /// Sets the loop's timer for `next`, the next fire date of Foundation's timers (`0`: none, and the timer stays
+    /// spent).
+    private func scheduleTimer(at next: CFAbsoluteTime) {
+        guard next != 0 else { return }
         if next == timerFireDate && foundationTimer.isValid { return }
         timerFireDate = next
         // Foundation arms its own timer descriptor for that date; firing 0.2 ms after it, the loop finds the timer due.

@@ -43,9 +43,12 @@ extension Loop {
                 .notOnLoopThread,
                 message: "\(self) can only be bridged on its own thread: Foundation gives no other thread's RunLoop")
         }
-        let bridge = FoundationBridge(loop: self, mode: mode, runLoop: runLoop)
-        if let existing = FoundationBridgeRegistry.insert(bridge) {
-            bridge.invalidate()
+        let bridge: FoundationBridge
+        switch FoundationBridge.slots.claim(self, make: { FoundationBridge(loop: self, mode: mode, runLoop: runLoop) })
+        {
+        case .made(let made):
+            bridge = made
+        case .taken(let existing):
             throw FoundationBridgeError(
                 .alreadyBridged,
                 message:

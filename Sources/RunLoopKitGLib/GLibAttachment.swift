@@ -67,6 +67,9 @@ public final class GLibAttachment: @unchecked Sendable {
         glib.mainContextUnref(target)
     }
 
+    /// The attachment of each attached loop: one at a time. (A driver's own attachment takes no slot.)
+    static let slots = LoopBridgeSlots<GLibAttachment> { $0.isValid }
+
     /// Whether the loop still runs inside the context. Safe from any thread.
     public var isValid: Bool { valid.load(ordering: .acquiring) }
 
@@ -78,7 +81,7 @@ public final class GLibAttachment: @unchecked Sendable {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         glib.sourceDestroy(source)
         glib.sourceUnref(source)  // The source is not touched again: `valid` is false.
-        GLibBridgeRegistry.forget(self)
+        Self.slots.release(self, of: loop)
     }
 
     /// The attachment a GSource made by ``init(loop:context:mode:priority:glib:)`` belongs to.

@@ -149,6 +149,9 @@ public final class GLibDriver: @unchecked Sendable {
         return body()
     }
 
+    /// The driver of each driving loop: one at a time.
+    static let slots = LoopBridgeSlots<GLibDriver> { $0.isValid }
+
     /// Whether the driver still drives its context. Safe from any thread.
     public var isValid: Bool { valid.load(ordering: .relaxed) }
 
@@ -162,7 +165,7 @@ public final class GLibDriver: @unchecked Sendable {
             loop.isCurrent,
             "RunLoopKitGLib: GLibDriver.invalidate() must be called on the thread of the loop that drives the context")
         guard valid.exchange(false, ordering: .relaxed) else { return }
-        GLibBridgeRegistry.forget(self)
+        Self.slots.release(self, of: loop)
         if dispatchDepth == 0 { teardown() }
     }
 

@@ -40,10 +40,16 @@ extension Loop {
                 .invalidMode, message: "a loop runs one mode at a time in GLib; .common names a set of modes")
         }
         guard !isTerminated else { throw GLibError(.loopRefused, message: "\(self): its thread has exited") }
-        let make = { () throws(GLibError) in
+        let claim = GLibAttachment.slots.claim(self) {
             GLibAttachment(loop: self, context: context, mode: mode, priority: priority, glib: glib)
         }
-        return try GLibBridgeRegistry.attach(self, isValid: { $0.isValid }, make: make)
+        guard case .made(let attachment) = claim else {
+            throw GLibError(
+                .alreadyBridged,
+                message: "\(self) is attached to a GLib main context already; invalidate that attachment first (a "
+                    + "second would run every pass twice)")
+        }
+        return attachment
     }
 
     /// Drives a GLib main context from this loop, for a thread that RunLoopKit owns (``run()``). Loop thread only
@@ -71,7 +77,15 @@ extension Loop {
     public func driveGLib(context: OpaquePointer? = nil, mode: Mode = .common) throws(GLibError) -> GLibDriver {
         require(isCurrent, "RunLoopKitGLib: Loop.driveGLib(context:mode:) must be called on the loop's own thread")
         let glib = try GLibFunctions.shared()
-        let make = { () throws(GLibError) in try GLibDriver(loop: self, context: context, mode: mode, glib: glib) }
-        return try GLibBridgeRegistry.drive(self, isValid: { $0.isValid }, make: make)
+        let claim = try GLibDriver.slots.claim(self) { () throws(GLibError) in
+            try GLibDriver(loop: self, context: context, mode: mode, glib: glib)
+        }
+        guard case .made(let driver) = claim else {
+            throw GLibError(
+                .alreadyBridged,
+                message: "\(self) drives a GLib main context already; invalidate that driver first (a second would "
+                    + "iterate the context twice)")
+        }
+        return driver
     }
 }

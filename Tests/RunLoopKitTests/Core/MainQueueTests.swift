@@ -11,44 +11,36 @@ import Testing
         #expect(try MainLoopCheck.value("wake_median_us", in: figures) < 100_000)
     }
 
-    /// A `main-loop-check` scenario that checks itself in the child and answers "PASS" only if all it shows held.
-    struct Scenario: Sendable, CustomTestStringConvertible {
-        /// The executable's argument.
-        let name: String
-        /// What the scenario shows.
-        let shows: String
-
-        var testDescription: String { "\(name): \(shows)" }
-    }
-
-    static let scenarios = [
-        Scenario(name: "main-actor", shows: "a main-actor function awaited from a detached task runs on the main loop"),
-        Scenario(name: "non-common-mode", shows: "nothing is served in a mode that is not common"),
-        Scenario(name: "fifo", shows: "main-queue work runs in order"),
-        Scenario(name: "stress", shows: "a hundred thousand items from four threads run exactly once"),
-        Scenario(name: "nested-run", shows: "a run nested in main-queue work does not drain it again"),
-        Scenario(
+    static let scenarios: [CheckScenario] = [
+        CheckScenario(
+            name: "main-actor", shows: "a main-actor function awaited from a detached task runs on the main loop"),
+        CheckScenario(name: "non-common-mode", shows: "nothing is served in a mode that is not common"),
+        CheckScenario(name: "fifo", shows: "main-queue work runs in order"),
+        CheckScenario(name: "stress", shows: "a hundred thousand items from four threads run exactly once"),
+        CheckScenario(name: "nested-run", shows: "a run nested in main-queue work does not drain it again"),
+        CheckScenario(
             name: "handled-source",
             shows: "draining the main queue counts as a handled source, and as one drain in the loop's metrics"),
-        Scenario(
+        CheckScenario(
             name: "script-ends",
             shows: "a script's main run ends when its items are done if the main queue does not keep it alive"),
-        Scenario(name: "main-task", shows: "a main-actor task started from synchronous main runs inside the main loop"),
-        Scenario(name: "assume-isolated", shows: "a handler on the main loop can assume main-actor isolation"),
-        Scenario(name: "opt-out", shows: "the main loop can ignore the main queue"),
-        Scenario(
+        CheckScenario(
+            name: "main-task", shows: "a main-actor task started from synchronous main runs inside the main loop"),
+        CheckScenario(name: "assume-isolated", shows: "a handler on the main loop can assume main-actor isolation"),
+        CheckScenario(name: "opt-out", shows: "the main loop can ignore the main queue"),
+        CheckScenario(
             name: "host-serves-main-queue",
             shows: "a poll() host that serves the main queue itself: each block runs once, by the host"),
-        Scenario(
+        CheckScenario(
             name: "drained-behind-the-loop",
             shows: "main-queue work drained by someone else after the loop was told of it is not drained again"),
-        Scenario(
+        CheckScenario(
             name: "main-actor-handlers",
             shows: "@MainActor handlers of every item kind run on Loop.main; other loops refuse them"),
     ]
 
     @Test(arguments: scenarios)
-    func theScenarioPassesOnTheRealMainThread(_ scenario: Scenario) throws {
+    func theScenarioPassesOnTheRealMainThread(_ scenario: CheckScenario) throws {
         _ = try MainLoopCheck.run(scenario.name)
     }
 }
@@ -57,12 +49,7 @@ import Testing
 enum MainLoopCheck {
     /// Runs `scenario` in a child process; answers the figures of its "PASS" line, throws on anything else.
     static func run(_ scenario: String) throws -> String {
-        let (status, text) = try TestExecutable.run("main-loop-check", arguments: [scenario])
-        let verdict = text.split(separator: "\n").last.map(String.init) ?? ""
-        guard status == 0, verdict.hasPrefix("PASS \(scenario)") else {
-            throw TestExecutable.Failure(description: "\(scenario): exit \(status), output:\n\(text)")
-        }
-        return String(verdict.dropFirst("PASS \(scenario)".count))
+        try TestExecutable.passingFigures(of: "main-loop-check", scenario)
     }
 
     /// The number after `key=` in `figures`.

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Testing
 
 /// Runs one of the package's test executables (built next to the test bundle) in a child process: for what only a
 /// process's real main thread or its entry point can show.
@@ -91,5 +92,28 @@ enum TestExecutable {
         }
         return Child(
             pid: pid, label: "\(executable) \(arguments)", outputDescriptor: outputDescriptor, outputPath: outputPath)
+    }
+}
+
+/// A scenario of a check executable (`main-loop-check`, `glib-check`, `foundation-check`) that runs on a child
+/// process's real main thread and checks itself, answering "PASS <name> <figures>" only if all it shows held.
+struct CheckScenario: Sendable, CustomTestStringConvertible {
+    /// The executable's argument.
+    let name: String
+    /// What the scenario shows.
+    let shows: String
+    var testDescription: String { "\(name): \(shows)" }
+}
+
+extension TestExecutable {
+    /// Runs `scenario` of the check `executable` in a child process; answers the figures of its "PASS" line (the
+    /// last line), throws on anything else.
+    static func passingFigures(of executable: String, _ scenario: String) throws -> String {
+        let (status, text) = try run(executable, arguments: [scenario])
+        let verdict = text.split(separator: "\n").last.map(String.init) ?? ""
+        guard status == 0, verdict.hasPrefix("PASS \(scenario)") else {
+            throw Failure(description: "\(scenario): exit \(status), output:\n\(text)")
+        }
+        return String(verdict.dropFirst("PASS \(scenario)".count))
     }
 }
