@@ -149,8 +149,9 @@ enum Report {
             ("threads: the same count at the end as after the warm-up (\(figures.afterWarmup.threads))", threadsFlat),
             (
                 "memory: slopes after the warm-up within budget (malloc in use at most "
-                    + "\(Format.mebibytesPerHour(Double(MemorySampler.heapBudgetPerHour))), RSS at most "
-                    + "\(Format.mebibytesPerHour(Double(MemorySampler.residentBudgetPerHour))))"
+                    + "\(Format.mebibytesPerHour(memory.heapLimitPerHour)), RSS at most "
+                    + "\(Format.mebibytesPerHour(memory.residentLimitPerHour)), each "
+                    + "\(Format.mebibytesPerHour(memory.noisePerHour)) of it for this window's noise)"
                     + (memory.isLongEnough
                         ? ""
                         : ": not judged, \(memory.sampledSeconds) s of samples (\(MemorySampler.minimumSampledSeconds) s needed)"),
