@@ -15,6 +15,12 @@ import Synchronization
 /// iteration, so work sent before GLib's loop started is served at once, and after anyone else ran the loop. There is
 /// no timer and no polling: an idle loop costs GLib nothing but one descriptor in its poll set.
 ///
+/// A run of the loop's own nested in GLib's dispatch (``RunLoopKit/Loop/run(in:for:returnAfterSourceHandled:)`` from a
+/// handler or a GLib callback, in a common mode) iterates the context itself while it lasts, as
+/// ``RunLoopKit/Loop/driveGLib(context:mode:)`` would: GTK keeps drawing and GLib's timeouts keep firing, where the
+/// thread would otherwise sit in the loop's wait with GLib frozen. The attachment starts that driver at the run's
+/// entry and ends it at its exit; runs in a mode that is not common leave GLib alone, as they leave the main queue.
+///
 /// The attachment lasts until ``invalidate()``, whether or not this handle is kept.
 ///
 /// Threading: ``invalidate()`` and ``isValid`` are safe from any thread. The context must be iterated on the loop's
@@ -42,15 +48,28 @@ public final class GLibAttachment: @unchecked Sendable {
     /// The ``RunLoopKit/Loop/runDepth`` of the pass this attachment is running, `-1` while none: a driver of the same
     /// loop does nothing in it (GLib's own iteration goes on after it). Loop thread only.
     nonisolated(unsafe) private(set) var hostPassDepth = -1
+    /// The context as the caller named it (`nil`: GLib's default).
+    nonisolated(unsafe) private let context: OpaquePointer?
+    /// The entry and exit observer in ``RunLoopKit/Loop/Mode/common`` that starts and ends ``nestedDriver``; none for
+    /// a driver's own attachment.
+    nonisolated(unsafe) private var nestedRunWatcher: LoopObserver?
+    /// Iterates the context during a run of the loop's own nested in GLib's dispatch; `nil` outside such a run.
+    /// Loop thread only.
+    nonisolated(unsafe) private var nestedDriver: GLibDriver?
+    /// The ``RunLoopKit/Loop/runDepth`` of the run ``nestedDriver`` serves. Loop thread only.
+    nonisolated(unsafe) private var nestedDriverDepth = -1
 
+    /// An attachment of `loop` to `context`. `isInert`: the attachment a ``GLibDriver`` keeps in the context it drives
+    /// (no nested-run driver of its own); its closure says when the iteration in progress is the driver's.
     init(
         loop: Loop, context: OpaquePointer?, mode: Loop.Mode, priority: Int32, glib: GLibFunctions,
         isInert: (@Sendable () -> Bool)? = nil
-    ) {
+    ) throws(GLibError) {
         self.loop = loop
         self.mode = mode
         self.glib = glib
         self.isInert = isInert
+        self.context = context
         let size = UInt32(MemoryLayout<RLKGBridgeSource>.size)
         source = glib.sourceNew(attachmentSourceFuncs, size)!
         // The source holds this object until GLib finalizes it (`finalize` releases it).
@@ -65,6 +84,19 @@ public final class GLibAttachment: @unchecked Sendable {
         let target = glib.referencedContext(context)
         _ = glib.sourceAttach(source, target)
         glib.mainContextUnref(target)
+        if isInert == nil {
+            // Weak: the loop holds its observers, and this object must go once GLib finalizes its source.
+            let nestedRunWatcher = LoopObserver(activities: [.entry, .exit], order: .min) { [weak self] _, activity in
+                self?.nestedRunChanged(activity)
+            }
+            self.nestedRunWatcher = nestedRunWatcher
+            do {
+                try loop.add(nestedRunWatcher, to: .common)
+            } catch {
+                invalidate()
+                throw GLibError(.loopRefused, message: "adding the GLib attachment's observer to \(loop): \(error)")
+            }
+        }
     }
 
     /// The attachment of each attached loop: one at a time. (A driver's own attachment takes no slot.)
@@ -82,6 +114,48 @@ public final class GLibAttachment: @unchecked Sendable {
         glib.sourceDestroy(source)
         glib.sourceUnref(source)  // The source is not touched again: `valid` is false.
         Self.slots.release(self, of: loop)
+        // The watcher and a nested run's driver are the loop thread's: ended there (from another thread, by the
+        // loop's next pass in a common mode, where a nested run's driver works; a loop that exited has neither).
+        if loop.isCurrent {
+            endNestedRunWatch()
+        } else {
+            _ = loop.perform(in: .common) { [self] in endNestedRunWatch() }
+        }
+    }
+
+    /// Ends the nested-run watcher and a nested run's driver in progress. Loop thread only.
+    private func endNestedRunWatch() {
+        nestedRunWatcher?.invalidate()
+        nestedRunWatcher = nil
+        nestedDriver?.invalidate()
+        nestedDriver = nil
+        nestedDriverDepth = -1
+    }
+
+    /// The watcher's call at a run's entry or exit: starts a driver of the context for a run of the loop's own (not
+    /// this attachment's pass) inside GLib's dispatch, and ends it when that run exits.
+    private func nestedRunChanged(_ activity: Loop.Activity) {
+        let depth = loop.runDepth
+        if activity == .exit {
+            guard depth == nestedDriverDepth, let driver = nestedDriver else { return }
+            nestedDriver = nil
+            nestedDriverDepth = -1
+            driver.invalidate()
+            return
+        }
+        // Deeper runs share the outer one's driver; runs outside GLib's dispatch have no GLib iteration to keep up.
+        guard isValid, nestedDriver == nil, depth > hostPassDepth, glib.mainDepth() > 0 else { return }
+        // Refused only when another thread has acquired the context (then this thread's dispatch of it has trapped
+        // already) or the loop refuses the driver's items: the run then goes on without GLib, as before.
+        nestedDriver = try? GLibDriver(loop: loop, context: context, mode: .common, glib: glib, nestedIn: self)
+        if nestedDriver != nil { nestedDriverDepth = depth }
+    }
+
+    /// Whether the iteration in progress is the one a nested-run driver runs (the loop runs already, further out).
+    /// Context thread only; `false` on any other.
+    private var isNestedDriversIteration: Bool {
+        guard loop.isCurrent, let nestedDriver else { return false }
+        return nestedDriver.isIteratingAtCurrentDepth
     }
 
     /// The attachment a GSource made by ``init(loop:context:mode:priority:glib:)`` belongs to.
@@ -97,6 +171,7 @@ public final class GLibAttachment: @unchecked Sendable {
     /// the loop does not count as asleep either, so GLib's first iteration runs one. From the source's `prepare`.
     fileprivate var isPassDue: Bool {
         if let isInert, isInert() { return false }
+        if isNestedDriversIteration { return false }
         return passDue.load(ordering: .relaxed) || !loop.isWaiting
     }
 
@@ -108,6 +183,7 @@ public final class GLibAttachment: @unchecked Sendable {
             "RunLoopKitGLib: the GMainContext a loop is attached to is iterated on another thread than the loop's own "
                 + "(\(loop)); attach the loop of the thread that runs the GLib main loop")
         if let isInert, isInert() { return true }
+        if isNestedDriversIteration { return true }
         let outer = hostPassDepth
         hostPassDepth = loop.runDepth + 1
         // A driver's attachment runs the mode the loop is running (its own mode may be the set `.common`).

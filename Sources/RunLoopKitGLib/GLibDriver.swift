@@ -65,8 +65,11 @@ public final class GLibDriver: @unchecked Sendable {
     /// The loop's own source in the context: a GLib main loop nested in a GLib callback or in a handler of the loop
     /// (a modal dialog, a "process pending events" loop) iterates the context itself, and this source then runs the
     /// loop's passes inside it, as ``RunLoopKit/Loop/attachToGLib(context:mode:priority:)`` would. Inert in the
-    /// driver's own iterations.
+    /// driver's own iterations. The driver's own, or for a driver an attachment starts for a nested run, that
+    /// attachment.
     private var nestedLoopSource: GLibAttachment?
+    /// Whether ``nestedLoopSource`` is the driver's own, to invalidate with it.
+    private let ownsNestedLoopSource: Bool
     /// `g_main_depth()` while the driver prepares, checks or dispatches an iteration of its own, `-1` otherwise: an
     /// iteration at that depth is the driver's (a nested GLib loop iterates deeper, inside a dispatch).
     private let ownIterationDepth = Atomic<Int32>(-1)
@@ -76,10 +79,18 @@ public final class GLibDriver: @unchecked Sendable {
     /// GLib's unit of timeout, in nanoseconds.
     private static let millisecond: Int64 = 1_000_000
 
-    init(loop: Loop, context: OpaquePointer?, mode: Loop.Mode, glib: GLibFunctions) throws(GLibError) {
+    /// A driver of `context` for `loop`, acquiring the context. `attachment`: the loop is attached to `context`
+    /// already, and the driver serves a run of the loop nested in GLib's dispatch; the attachment then plays the part
+    /// of the driver's own source in the context (see ``nestedLoopSource``).
+    init(
+        loop: Loop, context: OpaquePointer?, mode: Loop.Mode, glib: GLibFunctions,
+        nestedIn attachment: GLibAttachment? = nil
+    ) throws(GLibError) {
         self.loop = loop
         self.mode = mode
         self.glib = glib
+        nestedLoopSource = attachment
+        ownsNestedLoopSource = attachment == nil
         self.context = glib.referencedContext(context)
         records = .allocate(capacity: capacity)
         guard glib.mainContextAcquire(self.context) != 0 else {
@@ -123,12 +134,12 @@ public final class GLibDriver: @unchecked Sendable {
         } catch {
             throw GLibError(.loopRefused, message: "adding the GLib driver's items to \(loop): \(error)")
         }
-        let glib = glib
-        nestedLoopSource = GLibAttachment(
-            loop: loop, context: OpaquePointer(context), mode: mode, priority: 0, glib: glib
-        ) { [weak self] in
-            guard let self else { return true }
-            return ownIterationDepth.load(ordering: .relaxed) == glib.mainDepth()
+        if ownsNestedLoopSource {
+            nestedLoopSource = try GLibAttachment(
+                loop: loop, context: OpaquePointer(context), mode: mode, priority: 0, glib: glib
+            ) { [weak self] in
+                self?.isIteratingAtCurrentDepth ?? true
+            }
         }
         prepare()
     }
@@ -139,6 +150,13 @@ public final class GLibDriver: @unchecked Sendable {
     private var isInsideNestedGLibLoop: Bool {
         guard let nestedLoopSource, nestedLoopSource.hostPassDepth >= 0 else { return false }
         return loop.runDepth <= nestedLoopSource.hostPassDepth
+    }
+
+    /// Whether GLib's iteration in progress is the driver's own: a source of the loop in the context must then neither
+    /// ask for nor run a pass (the loop runs already, further out). Any thread (atomic; answers `false` elsewhere
+    /// than the context's thread, whose depth is 0 there).
+    var isIteratingAtCurrentDepth: Bool {
+        ownIterationDepth.load(ordering: .relaxed) == glib.mainDepth()
     }
 
     /// Runs `body` (a step of the driver's own iteration) marked as the driver's, at GLib's current depth.
@@ -283,7 +301,7 @@ public final class GLibDriver: @unchecked Sendable {
 
     /// Removes the items, closes the poll set and releases the context. Once, on the loop's thread.
     private func teardown() {
-        nestedLoopSource?.invalidate()
+        if ownsNestedLoopSource { nestedLoopSource?.invalidate() }
         nestedLoopSource = nil
         observer?.invalidate()
         alarm?.invalidate()

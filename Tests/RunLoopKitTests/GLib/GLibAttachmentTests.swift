@@ -114,6 +114,87 @@ struct GLibAttachmentTests {
         opener.invalidate()
     }
 
+    /// A handler that runs the loop for a while (a modal wait of RunLoopKit's own) must not freeze GLib: its
+    /// timeouts (GTK's drawing, in an app) keep firing for the whole nested run, and the loop still serves GLib's
+    /// passes afterwards.
+    @Test(arguments: ["in a handler of the loop", "in a GLib callback"])
+    func aNestedRunOfTheLoopKeepsGLibIterating(startedFrom place: String) throws {
+        let ticks = Counter()
+        let ticksDuringNested = Box<Int>()
+        let loopTicksDuringNested = Box<Int>()
+        let loopTicks = Counter()
+        let timer = try LoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in loopTicks.increment() }
+        let nestedRun: @Sendable () -> Void = {
+            let before = (ticks.current, loopTicks.current)
+            Loop.current.run(in: .default, for: .milliseconds(200))
+            ticksDuringNested.value = ticks.current - before.0
+            loopTicksDuringNested.value = loopTicks.current - before.1
+        }
+        let opener = LoopSource { _ in nestedRun() }
+        let host = GLibHostThread { loop, context in
+            try! loop.add(opener)
+            try! loop.add(timer)
+            GLibTesting.calls!.addTimeout(context, milliseconds: 5) {
+                ticks.increment()
+                return true
+            }
+        }
+        if place == "in a GLib callback" {
+            host.glib.invoke(host.context) { nestedRun() }
+        } else {
+            opener.signal()
+        }
+        #expect(waitUntil { ticksDuringNested.value != nil })
+        #expect(
+            (ticksDuringNested.value ?? 0) >= 5,
+            "GLib's 5 ms timeout fired \(ticksDuringNested.value ?? 0) times during the loop's 200 ms nested run")
+        #expect((loopTicksDuringNested.value ?? 0) >= 5, "the loop's own timer ran in its nested run")
+        // Afterwards GLib runs the loop again, through the attachment alone.
+        let performed = Counter()
+        let source = LoopSource { _ in performed.increment() }
+        try host.loop.add(source)
+        #expect(waitUntil { host.loop.isWaiting })
+        source.signal()
+        #expect(waitUntil { performed.current == 1 })
+        let glibTicks = ticks.current
+        #expect(waitUntil { ticks.current > glibTicks + 3 }, "GLib's own iterations go on after the nested run")
+        host.stop()
+        for item in [opener, timer, source] as [LoopItem] { item.invalidateItem() }
+    }
+
+    /// Invalidating the attachment inside a nested run ends the run's GLib iteration with it: GLib's timeouts stop
+    /// firing there, and the run itself goes on.
+    @Test func invalidatingTheAttachmentInANestedRunEndsItsGLibIteration() throws {
+        let ticks = Counter()
+        let attachment = Box<GLibAttachment>()
+        let atInvalidation = Box<Int>()
+        let afterInvalidation = Box<Int>()
+        let opener = LoopSource { _ in
+            let loop = Loop.current
+            let invalidator = try! LoopTimer(after: .milliseconds(100)) { _ in
+                attachment.value!.invalidate()
+                atInvalidation.value = ticks.current
+            }
+            try! loop.add(invalidator)
+            loop.run(in: .default, for: .milliseconds(200))
+            afterInvalidation.value = ticks.current - (atInvalidation.value ?? 0)
+        }
+        let host = GLibHostThread { loop, context in
+            try! loop.add(opener)
+            GLibTesting.calls!.addTimeout(context, milliseconds: 5) {
+                ticks.increment()
+                return true
+            }
+        }
+        attachment.value = host.attachment
+        opener.signal()
+        #expect(waitUntil { afterInvalidation.value != nil })
+        #expect((atInvalidation.value ?? 0) >= 5, "GLib iterated in the nested run until invalidate()")
+        #expect(afterInvalidation.value == 0, "GLib's timeout fired \(afterInvalidation.value ?? -1) times after it")
+        host.stop()
+        opener.invalidate()
+    }
+
     @Test func aDescriptorWatchedByGLibAndByTheLoopReachesBoth() throws {
         try GLibTesting.expectADescriptorWatchedByBothReachesBoth { setUp in
             let thread = GLibHostThread(setUp: setUp)
