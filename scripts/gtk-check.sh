@@ -30,6 +30,7 @@ if ((${#missing[@]} > 0)); then install "${missing[@]}"; fi
 echo "# GTK $(pkg-config --modversion gtk4)"
 
 # The example, as a reader pastes it: the page's one ```swift gtk block, whole.
+mkdir -p Sources/gtk-example  # Not in git: it holds the generated main.swift alone.
 awk '/^```swift gtk$/ { inside = 1; next } inside && /^```$/ { exit } inside { print }' \
     "$root/Docs/LivingWithOtherEventLoops.md" >Sources/gtk-example/main.swift
 if [[ ! -s Sources/gtk-example/main.swift ]]; then

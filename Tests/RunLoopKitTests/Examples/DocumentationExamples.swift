@@ -84,7 +84,8 @@ enum DocumentationExamples {
     }
 
     /// The ```` ```swift ```` blocks of `text`. A fence may be indented (inside a list item); its block ends at the
-    /// next line that is only ```` ``` ````.
+    /// next line that is only ```` ``` ````. A ```` ```swift gtk ```` block (a GTK app, which needs GTK's headers) is
+    /// not one of them: scripts/gtk-check.sh compiles and runs it, under Xvfb.
     static func blocks(in text: String, page: String) -> [DocumentationExample] {
         var examples: [DocumentationExample] = []
         var open: (line: Int, indent: Int, lines: [String])?
