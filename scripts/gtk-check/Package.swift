@@ -4,6 +4,19 @@
 // Docs/LivingWithOtherEventLoops.md into Sources/gtk-example/main.swift, builds both executables and runs them.
 import PackageDescription
 
+/// An executable on GTK 4 and Loop.main.
+func gtkApp(_ name: String) -> Target {
+    .executableTarget(
+        name: name,
+        dependencies: [
+            "CGtk",
+            .product(name: "RunLoopKit", package: "RunLoopKit"),
+            .product(name: "RunLoopKitGLib", package: "RunLoopKit"),
+        ],
+        swiftSettings: [.swiftLanguageMode(.v6)]
+    )
+}
+
 let package = Package(
     name: "gtk-check",
     dependencies: [
@@ -13,24 +26,8 @@ let package = Package(
         // GTK 4's C API, as an app would declare it.
         .systemLibrary(name: "CGtk", pkgConfig: "gtk4", providers: [.apt(["libgtk-4-dev"])]),
         // The docs' GTK example, pasted as main.swift (written by scripts/gtk-check.sh, never committed).
-        .executableTarget(
-            name: "gtk-example",
-            dependencies: [
-                "CGtk",
-                .product(name: "RunLoopKit", package: "RunLoopKit"),
-                .product(name: "RunLoopKitGLib", package: "RunLoopKit"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
+        gtkApp("gtk-example"),
         // A GTK window whose frame clock and GLib timeouts must keep going through nested runs of Loop.main.
-        .executableTarget(
-            name: "gtk-check",
-            dependencies: [
-                "CGtk",
-                .product(name: "RunLoopKit", package: "RunLoopKit"),
-                .product(name: "RunLoopKitGLib", package: "RunLoopKit"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
+        gtkApp("gtk-check"),
     ]
 )
