@@ -50,9 +50,10 @@ public final class GLibAttachment: @unchecked Sendable {
     nonisolated(unsafe) private(set) var hostPassDepth = -1
     /// The context as the caller named it (`nil`: GLib's default).
     nonisolated(unsafe) private let context: OpaquePointer?
-    /// The entry and exit observer in ``RunLoopKit/Loop/Mode/common`` that starts and ends ``nestedDriver``; none for
-    /// a driver's own attachment.
-    nonisolated(unsafe) private var nestedRunWatcher: LoopObserver?
+    /// Whether the attachment watches the loop's own runs (`Loop.watchOwnRuns`), to start and end ``nestedDriver``:
+    /// from its first `prepare` on the loop's thread until it is invalidated; never for a driver's own attachment.
+    /// Loop thread only.
+    nonisolated(unsafe) private var watchesOwnRuns = false
     /// Iterates the context during a run of the loop's own nested in GLib's dispatch; `nil` outside such a run.
     /// Loop thread only.
     nonisolated(unsafe) private var nestedDriver: GLibDriver?
@@ -64,7 +65,7 @@ public final class GLibAttachment: @unchecked Sendable {
     init(
         loop: Loop, context: OpaquePointer?, mode: Loop.Mode, priority: Int32, glib: GLibFunctions,
         isInert: (@Sendable () -> Bool)? = nil
-    ) throws(GLibError) {
+    ) {
         self.loop = loop
         self.mode = mode
         self.glib = glib
@@ -84,19 +85,6 @@ public final class GLibAttachment: @unchecked Sendable {
         let target = glib.referencedContext(context)
         _ = glib.sourceAttach(source, target)
         glib.mainContextUnref(target)
-        if isInert == nil {
-            // Weak: the loop holds its observers, and this object must go once GLib finalizes its source.
-            let nestedRunWatcher = LoopObserver(activities: [.entry, .exit], order: .min) { [weak self] _, activity in
-                self?.nestedRunChanged(activity)
-            }
-            self.nestedRunWatcher = nestedRunWatcher
-            do {
-                try loop.add(nestedRunWatcher, to: .common)
-            } catch {
-                invalidate()
-                throw GLibError(.loopRefused, message: "adding the GLib attachment's observer to \(loop): \(error)")
-            }
-        }
     }
 
     /// The attachment of each attached loop: one at a time. (A driver's own attachment takes no slot.)
@@ -123,20 +111,31 @@ public final class GLibAttachment: @unchecked Sendable {
         }
     }
 
-    /// Ends the nested-run watcher and a nested run's driver in progress. Loop thread only.
+    /// Starts watching the loop's own runs, once (the attachment may be made on another thread). Loop thread only.
+    private func watchOwnRunsOnce() {
+        guard !watchesOwnRuns, isInert == nil, isValid else { return }
+        watchesOwnRuns = true
+        // Weak: the loop keeps the call, and this object must go once GLib finalizes its source.
+        loop.watchOwnRuns(by: self) { [weak self] entering, depth in
+            self?.ownRunChanged(entering: entering, depth: depth)
+        }
+    }
+
+    /// Ends the watch of the loop's own runs and a nested run's driver in progress. Loop thread only.
     private func endNestedRunWatch() {
-        nestedRunWatcher?.invalidate()
-        nestedRunWatcher = nil
+        if watchesOwnRuns {
+            loop.stopWatchingOwnRuns(by: self)
+            watchesOwnRuns = false
+        }
         nestedDriver?.invalidate()
         nestedDriver = nil
         nestedDriverDepth = -1
     }
 
-    /// The watcher's call at a run's entry or exit: starts a driver of the context for a run of the loop's own (not
-    /// this attachment's pass) inside GLib's dispatch, and ends it when that run exits.
-    private func nestedRunChanged(_ activity: Loop.Activity) {
-        let depth = loop.runDepth
-        if activity == .exit {
+    /// A run of the loop's own (not a pass of this attachment's) starts or ends: one inside GLib's dispatch, from a
+    /// handler of the loop or from a GLib callback, gets a driver of the context that lasts until it exits.
+    private func ownRunChanged(entering: Bool, depth: Int) {
+        guard entering else {
             guard depth == nestedDriverDepth, let driver = nestedDriver else { return }
             nestedDriver = nil
             nestedDriverDepth = -1
@@ -144,7 +143,7 @@ public final class GLibAttachment: @unchecked Sendable {
             return
         }
         // Deeper runs share the outer one's driver; runs outside GLib's dispatch have no GLib iteration to keep up.
-        guard isValid, nestedDriver == nil, depth > hostPassDepth, glib.mainDepth() > 0 else { return }
+        guard isValid, nestedDriver == nil, glib.mainDepth() > 0 else { return }
         // Refused only when another thread has acquired the context (then this thread's dispatch of it has trapped
         // already) or the loop refuses the driver's items: the run then goes on without GLib, as before.
         nestedDriver = try? GLibDriver(loop: loop, context: context, mode: .common, glib: glib, nestedIn: self)
@@ -152,9 +151,9 @@ public final class GLibAttachment: @unchecked Sendable {
     }
 
     /// Whether the iteration in progress is the one a nested-run driver runs (the loop runs already, further out).
-    /// Context thread only; `false` on any other.
+    /// Loop thread only.
     private var isNestedDriversIteration: Bool {
-        guard loop.isCurrent, let nestedDriver else { return false }
+        guard let nestedDriver else { return false }
         return nestedDriver.isIteratingAtCurrentDepth
     }
 
@@ -171,7 +170,10 @@ public final class GLibAttachment: @unchecked Sendable {
     /// the loop does not count as asleep either, so GLib's first iteration runs one. From the source's `prepare`.
     fileprivate var isPassDue: Bool {
         if let isInert, isInert() { return false }
-        if isNestedDriversIteration { return false }
+        if loop.isCurrent {  // Elsewhere, `dispatch` traps; the loop thread's state is not read here.
+            if isNestedDriversIteration { return false }
+            if !watchesOwnRuns { watchOwnRunsOnce() }
+        }
         return passDue.load(ordering: .relaxed) || !loop.isWaiting
     }
 

@@ -135,7 +135,7 @@ public final class GLibDriver: @unchecked Sendable {
             throw GLibError(.loopRefused, message: "adding the GLib driver's items to \(loop): \(error)")
         }
         if ownsNestedLoopSource {
-            nestedLoopSource = try GLibAttachment(
+            nestedLoopSource = GLibAttachment(
                 loop: loop, context: OpaquePointer(context), mode: mode, priority: 0, glib: glib
             ) { [weak self] in
                 self?.isIteratingAtCurrentDepth ?? true

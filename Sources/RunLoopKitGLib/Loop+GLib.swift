@@ -40,8 +40,8 @@ extension Loop {
                 .invalidMode, message: "a loop runs one mode at a time in GLib; .common names a set of modes")
         }
         guard !isTerminated else { throw GLibError(.loopRefused, message: "\(self): its thread has exited") }
-        let claim = try GLibAttachment.slots.claim(self) { () throws(GLibError) in
-            try GLibAttachment(loop: self, context: context, mode: mode, priority: priority, glib: glib)
+        let claim = GLibAttachment.slots.claim(self) {
+            GLibAttachment(loop: self, context: context, mode: mode, priority: priority, glib: glib)
         }
         guard case .made(let attachment) = claim else {
             throw GLibError(

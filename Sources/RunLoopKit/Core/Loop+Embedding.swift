@@ -91,6 +91,33 @@ extension Loop {
         }
     }
 
+    /// A bridge's call at the entry and the exit of a run of the loop's own.
+    package struct OwnRunWatcher {
+        let owner: ObjectIdentifier
+        let call: (_ entering: Bool, _ depth: Int) -> Void
+    }
+
+    /// Calls `call` at the entry (`true`) and the exit (`false`) of every run of the loop that is not a host's pass
+    /// (``runPass(in:)``), with the run's ``runDepth``: a run nested in a host's callback, during which the host's
+    /// own loop cannot turn (GLib's attachment iterates GLib's context in it). Entry is told after the entry
+    /// observers, exit before the exit observers. Host passes pay nothing for it. Loop thread only.
+    package func watchOwnRuns(by owner: AnyObject, _ call: @escaping (_ entering: Bool, _ depth: Int) -> Void) {
+        preconditionOnLoopThread("watchOwnRuns(by:_:)")
+        ownRunWatchers.append(OwnRunWatcher(owner: ObjectIdentifier(owner), call: call))
+    }
+
+    /// Ends ``watchOwnRuns(by:_:)`` for `owner`. Loop thread only.
+    package func stopWatchingOwnRuns(by owner: AnyObject) {
+        preconditionOnLoopThread("stopWatchingOwnRuns(by:)")
+        ownRunWatchers.removeAll { $0.owner == ObjectIdentifier(owner) }
+    }
+
+    /// Tells the watchers of ``watchOwnRuns(by:_:)`` that a run of the loop's own starts or ends.
+    func announceOwnRun(entering: Bool) {
+        let depth = runStack.depth
+        for watcher in ownRunWatchers { watcher.call(entering, depth) }  // A copy: a call may change the list.
+    }
+
     /// How many runs of this loop are in progress on its thread (0 outside any run; a nested run adds one). Loop
     /// thread only; for bridges that must tell a run they started from one nested in it.
     package var runDepth: Int { runStack.depth }

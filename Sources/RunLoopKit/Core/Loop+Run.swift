@@ -91,8 +91,11 @@ extension Loop {
         enter(state)
 
         notifyObservers(.entry)
+        let watched = !hostPass && !ownRunWatchers.isEmpty
+        if watched { announceOwnRun(entering: true) }
         let result = runPasses(
             in: state, startedAt: startedAt, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
+        if watched { announceOwnRun(entering: false) }
         notifyObservers(.exit)
 
         // A stop aimed at this run dies with it; it must not end the outer run.
