@@ -24,7 +24,11 @@ let package = Package(
     targets: [
         // What Swift's Glibc module leaves out (the epoll, eventfd, timerfd and pidfd calls), libdispatch's main-queue
         // hooks, and the signal relay, whose handler must be async-signal-safe C.
-        .target(name: "CRunLoopShims", cSettings: [.define("RUNLOOPKIT_FAULT_INJECTION", .when(configuration: .debug))]),
+        .target(
+            name: "CRunLoopShims",
+            cSettings: [.define("RUNLOOPKIT_FAULT_INJECTION", .when(configuration: .debug))],
+            linkerSettings: [.linkedLibrary("dl")]  // dladdr(3), in libc itself only from glibc 2.34.
+        ),
         // The system layer: one wrapper per Glibc call (EINTR retried, errno typed), the library's lock and its trap.
         // Every declaration is `package`: each product uses these wrappers, none writes its own, and no user sees them.
         .target(

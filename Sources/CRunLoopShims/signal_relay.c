@@ -1,7 +1,11 @@
-// The signal relay's async-signal-safe half; see include/SignalRelay.h.
+// The signal relay's async-signal-safe half; see include/SignalRelay.h. (_GNU_SOURCE for dladdr, which the
+// Dispatch check uses outside signal context.)
+#define _GNU_SOURCE
 #include "SignalRelay.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <string.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -65,6 +69,16 @@ void crunloop_signal_relay(int signo) {
 
 int crunloop_signal_relay_is_installed_in(const struct sigaction *action) {
     return (action->sa_flags & SA_SIGINFO) == 0 && action->sa_handler == crunloop_signal_relay;
+}
+
+int crunloop_signal_handler_is_dispatchs(const struct sigaction *action) {
+    void *handler = (action->sa_flags & SA_SIGINFO) ? (void *)action->sa_sigaction : (void *)action->sa_handler;
+    if (handler == (void *)SIG_DFL || handler == (void *)SIG_IGN || handler == (void *)SIG_ERR) return 0;
+    Dl_info info;
+    if (dladdr(handler, &info) == 0 || info.dli_fname == NULL) return 0;
+    const char *name = strrchr(info.dli_fname, '/');
+    name = name ? name + 1 : info.dli_fname;
+    return strncmp(name, "libdispatch.so", strlen("libdispatch.so")) == 0;
 }
 
 int crunloop_signal_relay_attach(int signo, int descriptor) {

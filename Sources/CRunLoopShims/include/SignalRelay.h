@@ -24,6 +24,12 @@ void crunloop_signal_relay(int signo);
 /// Whether `action` installs crunloop_signal_relay.
 int crunloop_signal_relay_is_installed_in(const struct sigaction *action);
 
+/// Whether the disposition in `action` is a handler that lives in libdispatch: the one
+/// DispatchSource.makeSignalSource installs on Linux, where Dispatch reads the signal from a signalfd on its manager
+/// thread (swift-service-lifecycle's ServiceGroup takes SIGTERM and SIGINT that way). Found with dladdr(3), by the
+/// name of the shared object the handler's address belongs to.
+int crunloop_signal_handler_is_dispatchs(const struct sigaction *action);
+
 /// Publishes `descriptor` as a watcher of `signo`; answers its slot, or -1 when the signal's slots are all used.
 /// Callers serialise attach, detach and reset (one lock); the handler may run concurrently.
 int crunloop_signal_relay_attach(int signo, int descriptor);

@@ -91,6 +91,7 @@ enum SignalRelay {
     static func attach(_ descriptor: CInt, to signal: CInt) throws(LoopError) -> Attachment {
         try state.withLock { state throws(LoopError) -> Attachment in
             state.adoptCurrentProcess()
+            try refuseIfDispatchOwns(signal)
             let slot = crunloop_signal_relay_attach(signal, descriptor)
             guard slot >= 0 else {
                 throw LoopError(
@@ -108,6 +109,22 @@ enum SignalRelay {
             state.watchers[Int(signal)] += 1
             return Attachment(signal: signal, slot: slot, process: state.process)
         }
+    }
+
+    /// Throws `LoopError.Code.invalidArgument` when Dispatch watches `signal` (its handler is the disposition). One
+    /// owner per signal: on Linux, Dispatch reads the signal from a signalfd on its manager thread, and its handler
+    /// blocks every signal in the thread that took it and sends it on to that thread. With the relay's handler in
+    /// its place, whichever of them gets a delivery depends on the threads' masks, and the other never sees it.
+    /// Called with the lock held.
+    private static func refuseIfDispatchOwns(_ signal: CInt) throws(LoopError) {
+        guard var current = try? SignalAction.exchange(signal, for: nil),
+            crunloop_signal_handler_is_dispatchs(&current) != 0
+        else { return }
+        throw LoopError(
+            .invalidArgument,
+            message: "signal \(signal) is watched by a Dispatch signal source (DispatchSource.makeSignalSource, as "
+                + "swift-service-lifecycle's ServiceGroup uses for its signals): one owner per signal; let that owner "
+                + "begin the shutdown (GracefulShutdown.begin()), see Docs/Services.md")
     }
 
     /// Withdraws a watcher. When this returns, the handler will not write to its eventfd again (the descriptor

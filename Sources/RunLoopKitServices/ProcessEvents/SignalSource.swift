@@ -21,7 +21,8 @@ import Synchronization
 /// SIGINT no longer ends the process); deliveries before it is added to a loop are reported once it is.
 /// Refused with `LoopError.Code.invalidArgument`: numbers outside 1...SIGRTMAX, SIGKILL and SIGSTOP (they
 /// cannot be caught), the synchronous faults SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT, and
-/// the real-time signals the C library keeps for itself (32 and 33). SIGPIPE is allowed: its handler returns
+/// the real-time signals the C library keeps for itself (32 and 33), and a signal Dispatch watches (a
+/// `DispatchSource.makeSignalSource` handler is its disposition: one owner per signal). SIGPIPE is allowed: its handler returns
 /// and the write fails with `EPIPE` instead of ending the process.
 ///
 /// Threading: the initialiser, `LoopItem.invalidate()`, `LoopItem.isValid` and the loop's `add`/`remove` are safe
@@ -48,7 +49,8 @@ public final class SignalSource: DescriptorBackedSource, @unchecked Sendable {  
     ///   - handler: Called on the loop's thread with the source and the number of deliveries since its last call
     ///     (at least 1).
     /// - Throws: `LoopError.Code.invalidArgument` for a signal that cannot be watched (see the type's
-    ///   documentation) or one already watched by 1,024 sources; `LoopError.Code.systemCallFailed` when the
+    ///   documentation), one already watched by 1,024 sources, or one a Dispatch signal source watches (Dispatch
+    ///   owns it then: swift-service-lifecycle's `ServiceGroup` takes its signals so; see Docs/Services.md); `LoopError.Code.systemCallFailed` when the
     ///   eventfd cannot be made (e.g. `EMFILE`) or `sigaction` fails.
     public init(
         signal: CInt,

@@ -28,6 +28,13 @@ struct DocumentationExample: Sendable, CustomTestStringConvertible {
     /// What the page promises the program never prints, from comments `// never prints "…"`.
     var forbiddenOutput: [String] { quoted(after: "// never prints ") }
 
+    /// Whether the block imports a module of ``DocumentationExamples/compiledElsewhere``.
+    var importsAPackageOfItsOwn: Bool {
+        code.split(separator: "\n").contains { line in
+            DocumentationExamples.compiledElsewhere.contains { line == "import \($0)" }
+        }
+    }
+
     /// Whether the block is an `async` main served by `Loop.main`, which links the `RunLoopKitAsyncMain` product.
     var usesAsyncMainProduct: Bool { code.split(separator: "\n").contains("import RunLoopKitAsyncMain") }
     /// The opt-in library products the block imports besides `RunLoopKit` (services, the Foundation bridge), whose
@@ -75,13 +82,19 @@ enum DocumentationExamples {
         return pages
     }
 
-    /// Every ```` ```swift ```` block of every page.
+    /// Every ```` ```swift ```` block of every page, but those that import a package RunLoopKit does not depend on
+    /// (see ``compiledElsewhere``).
     static func all() throws -> [DocumentationExample] {
         try pages().flatMap { page in
             let text = try String(contentsOf: packageRoot.appendingPathComponent(page), encoding: .utf8)
-            return blocks(in: text, page: page)
+            return blocks(in: text, page: page).filter { !$0.importsAPackageOfItsOwn }
         }
     }
+
+    /// Modules of other packages that Docs/Services.md's recipes beside swift-service-lifecycle import: this package
+    /// cannot build them (it keeps no dependencies), so scripts/lifecycle-check.sh copies those blocks into
+    /// scripts/lifecycle-check, a package of its own that depends on them, compiles them there and runs them.
+    static let compiledElsewhere: Set<String> = ["ServiceLifecycle", "Metrics", "Logging"]
 
     /// The ```` ```swift ```` blocks of `text`. A fence may be indented (inside a list item); its block ends at the
     /// next line that is only ```` ``` ````. A ```` ```swift gtk ```` block (a GTK app, which needs GTK's headers) is

@@ -457,6 +457,35 @@ import Testing
         }
     }
 
+    /// One owner per signal: once a Dispatch signal source watches a signal (its handler, in libdispatch, is the
+    /// disposition), a `SignalSource` for it is refused with `invalidArgument` and Dispatch's handler stays. Other
+    /// signals are not affected.
+    @Test func aSignalDispatchWatchesIsRefused() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            let registered = Atomic<Bool>(false)
+            let dispatchSource = DispatchSource.makeSignalSource(signal: SIGUSR2, queue: .global())
+            dispatchSource.setRegistrationHandler { registered.store(true, ordering: .releasing) }
+            dispatchSource.setEventHandler {}
+            dispatchSource.resume()
+            SignalSupport.check(waitUntil { registered.load(ordering: .acquiring) }, "Dispatch never registered")
+            let dispatchHandler = SignalSupport.currentHandlerAddress(SIGUSR2)
+            do throws(LoopError) {
+                _ = try SignalSource(signal: SIGUSR2) { _, _ in }
+                SignalSupport.check(false, "a signal Dispatch watches was accepted")
+            } catch {
+                SignalSupport.check(error.code == .invalidArgument, "wrong code: \(error)")
+                SignalSupport.check("\(error)".contains("Dispatch"), "the message does not say why: \(error)")
+            }
+            SignalSupport.check(SignalSupport.currentHandlerAddress(SIGUSR2) == dispatchHandler, "Dispatch's replaced")
+            let other = try! SignalSource(signal: SIGUSR1) { _, _ in }
+            other.invalidate()
+            dispatchSource.cancel()
+            print("verdict: ok")
+        }
+        let output = SignalSupport.output(result)
+        #expect(output.contains("verdict: ok"), "\(output)")
+    }
+
     @Test func addingToADeadLoopOrAfterInvalidationThrowsAndAnotherLoopIsRefused() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             let source = try! SignalSource(signal: SIGWINCH) { _, count in
