@@ -103,19 +103,19 @@ extension Loop {
     /// observers, exit before the exit observers. Host passes pay nothing for it. Loop thread only.
     package func watchOwnRuns(by owner: AnyObject, _ call: @escaping (_ entering: Bool, _ depth: Int) -> Void) {
         preconditionOnLoopThread("watchOwnRuns(by:_:)")
-        ownRunWatchers.append(OwnRunWatcher(owner: ObjectIdentifier(owner), call: call))
+        runStack.ownRunWatchers.append(OwnRunWatcher(owner: ObjectIdentifier(owner), call: call))
     }
 
     /// Ends ``watchOwnRuns(by:_:)`` for `owner`. Loop thread only.
     package func stopWatchingOwnRuns(by owner: AnyObject) {
         preconditionOnLoopThread("stopWatchingOwnRuns(by:)")
-        ownRunWatchers.removeAll { $0.owner == ObjectIdentifier(owner) }
+        runStack.ownRunWatchers.removeAll { $0.owner == ObjectIdentifier(owner) }
     }
 
     /// Tells the watchers of ``watchOwnRuns(by:_:)`` that a run of the loop's own starts or ends.
     func announceOwnRun(entering: Bool) {
         let depth = runStack.depth
-        for watcher in ownRunWatchers { watcher.call(entering, depth) }  // A copy: a call may change the list.
+        for watcher in runStack.ownRunWatchers { watcher.call(entering, depth) }  // A copy: a call may change the list.
     }
 
     /// How many runs of this loop are in progress on its thread (0 outside any run; a nested run adds one). Loop

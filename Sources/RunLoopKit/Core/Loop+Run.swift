@@ -91,7 +91,7 @@ extension Loop {
         enter(state)
 
         notifyObservers(.entry)
-        let watched = !hostPass && !ownRunWatchers.isEmpty
+        let watched = !hostPass && !runStack.ownRunWatchers.isEmpty
         if watched { announceOwnRun(entering: true) }
         let result = runPasses(
             in: state, startedAt: startedAt, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)

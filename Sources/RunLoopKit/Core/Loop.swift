@@ -66,9 +66,6 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var mainQueue = MainQueueService()
     /// Reusable arrays and buffers, so a pass allocates nothing in the steady state.
     @exclusivity(unchecked) var scratch = ScratchPools()
-    /// Bridges' calls at the entry and exit of each run that is not a host's pass (``watchOwnRuns(by:_:)``); usually
-    /// none.
-    @exclusivity(unchecked) var ownRunWatchers: [OwnRunWatcher] = []
 
     /// Creates a loop with its three descriptors, and registers it for the `fork()` child handler (``ForkGuard``).
     /// - Throws: ``LoopError/Code/systemCallFailed`` when the epoll set, the eventfd or the timerfd cannot be made

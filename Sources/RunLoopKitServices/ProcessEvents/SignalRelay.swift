@@ -91,7 +91,7 @@ enum SignalRelay {
     static func attach(_ descriptor: CInt, to signal: CInt) throws(LoopError) -> Attachment {
         try state.withLock { state throws(LoopError) -> Attachment in
             state.adoptCurrentProcess()
-            try refuseIfDispatchOwns(signal)
+            if state.replaced[Int(signal)] == nil { try refuseIfDispatchOwns(signal) }  // Else the relay's is.
             let slot = crunloop_signal_relay_attach(signal, descriptor)
             guard slot >= 0 else {
                 throw LoopError(
@@ -117,9 +117,13 @@ enum SignalRelay {
     /// its place, whichever of them gets a delivery depends on the threads' masks, and the other never sees it.
     /// Called with the lock held.
     private static func refuseIfDispatchOwns(_ signal: CInt) throws(LoopError) {
-        guard var current = try? SignalAction.exchange(signal, for: nil),
-            crunloop_signal_handler_is_dispatchs(&current) != 0
-        else { return }
+        var current: sigaction
+        do throws(SystemError) {
+            current = try SignalAction.exchange(signal, for: nil)
+        } catch {
+            throw LoopError(error, context: "reading the disposition of signal \(signal)")
+        }
+        guard crunloop_signal_handler_is_dispatchs(&current) != 0 else { return }
         throw LoopError(
             .invalidArgument,
             message: "signal \(signal) is watched by a Dispatch signal source (DispatchSource.makeSignalSource, as "

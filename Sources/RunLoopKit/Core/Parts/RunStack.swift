@@ -18,6 +18,9 @@ struct RunStack {
     private(set) var deadline: Int64 = .max
     /// Whether an actor job of this loop is running: runs nested inside it run no other job.
     var isRunningJob = false
+    /// Bridges' calls at the entry and exit of each run that is not a host's pass (``Loop/watchOwnRuns(by:_:)``);
+    /// usually none.
+    var ownRunWatchers: [Loop.OwnRunWatcher] = []
 
     /// Makes a run of `mode` until `deadline` the innermost; answers what it replaced.
     mutating func push(_ mode: ModeState, deadline: Int64) -> Frame {
