@@ -71,7 +71,7 @@ import Testing
 
     /// Makes `loop` (the calling thread's, hosted) rebuild its epoll set as `ReplacedDescriptorTests` does: a watched
     /// descriptor is replaced behind its source's back while a duplicate keeps its old file open and readable. Passes
-    /// until the rebuild happened and `runPass()` answers `false`. `cleanUp` closes what it opened.
+    /// until the rebuild happened (another one, if it rebuilt before) and `runPass()` answers `false`. `cleanUp` closes what it opened.
     static func rebuild(_ loop: Loop) -> (source: FileDescriptorSource, cleanUp: () -> Void) {
         let replaced = Pipe()
         let other = Pipe()
@@ -81,9 +81,12 @@ import Testing
         while loop.runPass() {}
         _ = dup2(other.readEnd, replaced.readEnd)  // The number names the other pipe; the old file lives on.
         replaced.write()  // The old file's entry reports, level-triggered, and nothing can remove it.
+        let rebuildsBefore = loop.descriptorTable.staleEntriesDropped
         watched.events = [.readable, .writable]
         let deadline = ContinuousClock.now + .seconds(10)
-        while loop.descriptorTable.staleEntriesDropped == 0 && ContinuousClock.now < deadline { loop.runPass() }
+        while loop.descriptorTable.staleEntriesDropped == rebuildsBefore && ContinuousClock.now < deadline {
+            loop.runPass()
+        }
         while loop.runPass() {}
         return (
             watched,

@@ -28,6 +28,52 @@ import Testing
         }
     }
 
+    /// A rebuild whose re-add of the loop's set to the host's set fails (`ENOMEM`) keeps the temporary number under
+    /// which the host's set holds the new set, so the host still hears the loop; the next rebuild lets it go (one
+    /// descriptor more between the two, none after) and the host still hears the loop.
+    @Test func aRebuildWhoseReAddToTheHostSetFailsKeepsTheHostHearing() async {
+        await #expect(processExitsWith: .success) {
+            TestThread {
+                let loop = Loop.current
+                let number = loop.pollDescriptor
+                let performs = Counter()
+                let signalled = LoopSource { _ in performs.increment() }
+                try! loop.add(signalled)
+                while loop.runPass() {}
+                let before = openDescriptorCount()
+                let reAdd = FaultInjection.Fault("epoll_ctl(EPOLL_CTL_ADD)", ENOMEM, on: loop.poller.epoll)
+                let (first, counts) = FaultInjection.with([reAdd]) { HostedRebuildTests.rebuild(loop) }
+                guard counts == [1], loop.descriptorTable.staleEntriesDropped == 1 else { exit(1) }
+                let spare = loop.poller.withRegistrations { $0.hostEntry } ?? -1
+                guard spare >= 0, spare != loop.poller.epoll else { exit(2) }  // Kept, as the host set's key.
+                guard Self.hears(loop, number, signalled, performs, expected: 1) else { exit(3) }
+                let second = HostedRebuildTests.rebuild(loop)
+                guard loop.descriptorTable.staleEntriesDropped == 2 else { exit(4) }
+                guard loop.poller.withRegistrations({ $0.hostEntry }) == loop.poller.epoll else { exit(5) }
+                guard Self.hears(loop, number, signalled, performs, expected: 2) else { exit(6) }
+                first.cleanUp()
+                second.cleanUp()
+                guard openDescriptorCount() == before else { exit(7) }  // The spare was closed.
+                signalled.invalidate()
+            }.join()
+            exit(0)
+        }
+    }
+
+    /// Whether `number` (polled as a host does) becomes readable after `source` is signalled, and the loop then
+    /// performs it (`performs` reaching `expected`).
+    private static func hears(
+        _ loop: Loop, _ number: CInt, _ source: LoopSource, _ performs: Counter, expected: Int
+    ) -> Bool {
+        while loop.runPass() {}
+        source.signal()
+        var entry = pollfd(fd: number, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, 5_000) == 1 else { return false }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while performs.current < expected && ContinuousClock.now < deadline { loop.runPass() }
+        return performs.current == expected
+    }
+
     /// The public getter cannot throw: it traps, naming the reason, as `Loop.current` does.
     @Test func pollDescriptorWithNoDescriptorLeftTrapsWithTheReason() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
