@@ -21,6 +21,9 @@ public struct FoundationBridgeError: Error, Sendable, Equatable, CustomStringCon
         public static let invalidMode = Code("invalidMode")
         /// The loop's thread has exited.
         public static let loopTerminated = Code("loopTerminated")
+        /// A system call the bridge needs failed (making the loop's ``RunLoopKit/Loop/pollDescriptor`` with no
+        /// descriptor left, say); the message names it and its `errno`.
+        public static let systemCallFailed = Code("systemCallFailed")
 
         /// The code's name.
         public var description: String { name }

@@ -23,7 +23,9 @@ extension Loop {
     /// - Throws: ``FoundationBridgeError/Code/alreadyBridged`` when the loop is bridged already;
     ///   ``FoundationBridgeError/Code/notOnLoopThread`` for a loop other than ``main`` called from another thread;
     ///   ``FoundationBridgeError/Code/invalidMode`` for ``Mode/common``;
-    ///   ``FoundationBridgeError/Code/loopTerminated`` when the loop's thread has exited.
+    ///   ``FoundationBridgeError/Code/loopTerminated`` when the loop's thread has exited;
+    ///   ``FoundationBridgeError/Code/systemCallFailed`` when the loop's ``RunLoopKit/Loop/pollDescriptor``, which CF's
+    ///   run loop waits on, cannot be made (no descriptor left, say).
     @discardableResult
     public func bridgeToFoundation(mode: Mode = .default) throws(FoundationBridgeError) -> FoundationBridge {
         guard mode != .common else {
@@ -42,6 +44,11 @@ extension Loop {
             throw FoundationBridgeError(
                 .notOnLoopThread,
                 message: "\(self) can only be bridged on its own thread: Foundation gives no other thread's RunLoop")
+        }
+        do {
+            try makePollDescriptor()  // What CF's run loop will wait on; made here, where a failure can be told.
+        } catch {
+            throw FoundationBridgeError(.systemCallFailed, message: "\(self): \(error.message)")
         }
         let bridge: FoundationBridge
         switch FoundationBridge.slots.claim(self, make: { FoundationBridge(loop: self, mode: mode, runLoop: runLoop) })

@@ -28,7 +28,8 @@ extension Loop {
     ///   until then, whether or not the result is kept.
     /// - Throws: ``GLibError/Code/libraryUnavailable`` when GLib is not installed (``GLibError/Code/symbolMissing``:
     ///   too old); ``GLibError/Code/invalidMode`` for ``Mode/common``; ``GLibError/Code/loopRefused`` when the
-    ///   loop's thread has exited; ``GLibError/Code/alreadyBridged`` when the loop is attached already (a second
+    ///   loop's thread has exited or its ``RunLoopKit/Loop/pollDescriptor`` cannot be made (no descriptor left);
+    ///   ``GLibError/Code/alreadyBridged`` when the loop is attached already (a second
     ///   attachment would run every pass twice): invalidate the first to attach again.
     @discardableResult
     public func attachToGLib(
@@ -40,6 +41,11 @@ extension Loop {
                 .invalidMode, message: "a loop runs one mode at a time in GLib; .common names a set of modes")
         }
         guard !isTerminated else { throw GLibError(.loopRefused, message: "\(self): its thread has exited") }
+        do {
+            try makePollDescriptor()  // What GLib will poll; made here, where a failure can be told.
+        } catch {
+            throw GLibError(.loopRefused, message: "\(self): \(error.message)")
+        }
         let claim = GLibAttachment.slots.claim(self) {
             GLibAttachment(loop: self, context: context, mode: mode, priority: priority, glib: glib)
         }

@@ -10,17 +10,46 @@ import RunLoopKitSystem
 extension Loop {
     /// A descriptor that polls readable (`POLLIN`) when the loop has something to do: a ready descriptor source,
     /// a due timer (the timerfd is armed for the next one), or a wake-up from another thread (a signal, a block, an
-    /// item change, ``wakeUp()``). It is the loop's epoll set. Safe from any thread; valid until the loop's thread
-    /// exits. Never read it, close it or change it: only wait for it to be readable.
+    /// item change, ``wakeUp()``). Safe from any thread; valid until the loop's thread exits, after which (and for a
+    /// loop made before `fork()`, read in the child) it is -1. Never read it, close it or change it: only wait for it
+    /// to be readable, with `poll(2)` or in an epoll set of the host's own.
+    ///
+    /// It is an epoll set holding the loop's own, made when it is first read (one descriptor more for an embedded
+    /// loop; a loop that is never embedded has none, and its passes are the same either way). It stays the same file
+    /// for the loop's life, also when the loop rebuilds its own set to drop the entry of a descriptor replaced behind
+    /// its back (see Reliability.md), so a host may keep it in its epoll set for good.
     ///
     /// Reading it while the loop is not readied for a host's wait (before the first ``runPass(in:)``, or after a
     /// run of its own) makes it readable at once, so the host's first wait ends and its ``runPass(in:)`` readies the
     /// loop: no priming pass is needed before the host's loop starts, and nothing sent meanwhile is missed. Once it
     /// was read, every later run of the loop's own that is not nested in another (`run()`, `run(in:for:)`, started
     /// from a host callback, say) ends the same way, so a host may read the descriptor once and keep it.
+    ///
+    /// Making it traps, naming the reason, when the process has no descriptor left (`EMFILE`) or the kernel no
+    /// memory for it, as ``current`` does: a host cannot be told otherwise.
     public var pollDescriptor: CInt {
-        poller.readyForHostUnlessWaiting()
-        return poller.epoll
+        let descriptor: CInt
+        do {
+            descriptor = try makePollDescriptor()
+        } catch {
+            trap("RunLoopKit: \(self).pollDescriptor cannot make the host's epoll set: \(error.message)")
+        }
+        if descriptor >= 0 { poller.readyForHostUnlessWaiting() }
+        return descriptor
+    }
+
+    /// Makes ``pollDescriptor``'s epoll set unless it exists, without readying the loop for a host; answers it (-1
+    /// once the loop's thread exited). For a bridge that can tell its caller what ``pollDescriptor`` would trap on
+    /// (GLib, Foundation), before it reads ``pollDescriptor``. Any thread.
+    ///
+    /// - Throws: ``LoopError/Code/systemCallFailed`` (`EMFILE`, `ENOMEM`) when the set cannot be made.
+    @discardableResult
+    package func makePollDescriptor() throws(LoopError) -> CInt {
+        do {
+            return try poller.hostDescriptor()
+        } catch {
+            throw LoopError(error, context: "making the host's epoll set (pollDescriptor)")
+        }
     }
 
     /// Runs one pass of `mode` without sleeping, then readies ``pollDescriptor`` for the host's wait. Loop thread

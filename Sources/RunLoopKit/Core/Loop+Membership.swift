@@ -3,7 +3,8 @@
 extension Loop {
     /// Adds `item` to `mode` (or to every common mode, for ``Mode/common``, now and later). Safe from any thread: on
     /// the loop's thread the item joins at once; from another thread before the loop's next pass, and the loop is
-    /// woken to make the change. Adding an item to a mode it is already in does nothing.
+    /// woken to make the change. Adding an item to a mode it is already in does nothing, as in CF (a mode holds an item
+    /// once; `CFRunLoopAddSource` ignores a second add).
     ///
     /// What joining means for each kind, as in CF: a ``LoopSource``'s schedule handler runs on the loop's thread once
     /// per mode it newly joins, and a source signalled before it was added is performed; a ``LoopTimer`` is scheduled
@@ -35,7 +36,7 @@ extension Loop {
     }
 
     /// Removes `item` from `mode` (or from the common modes, for ``Mode/common``). Safe from any thread; removing what
-    /// is not there does nothing. The item stays valid and can be added again.
+    /// is not there does nothing, as CF's `CFRunLoopRemoveSource`. The item stays valid and can be added again.
     ///
     /// A ``LoopSource``'s cancel handler runs on the loop's thread; a ``LoopTimer`` removed from all its modes stops
     /// firing; a descriptor-backed source stays in the epoll set until it is invalidated (invalidate it before

@@ -1,7 +1,8 @@
 /// Modes: made on first use by name, and the common modes (CF's common-modes set).
 extension Loop {
     /// Adds `mode` to the loop's common modes, copying every item added to ``Mode/common`` into it.
-    /// Safe from any thread. There is no way to remove a common mode (as in CF).
+    /// Safe from any thread. Adding a mode that is common already changes nothing, and there is no way to remove a
+    /// common mode (both as in CF).
     public func addCommonMode(_ mode: Mode) {
         guard mode != .common else { return }
         onLoopThread { [self] in

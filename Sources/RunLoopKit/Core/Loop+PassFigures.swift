@@ -66,7 +66,8 @@ extension Loop {
     /// On the loop's thread the handler is replaced at once; from another thread the change reaches the loop's
     /// thread at its next pass or block point (a sleeping loop is woken for it), as an item change does. Either way
     /// the first pass to begin afterwards is the first the new handler sees, and a removed handler is not called
-    /// again, not even for the pass in progress. One handler per loop: setting one replaces the previous one.
+    /// again, not even for the pass in progress. One handler per loop: setting one replaces the previous one. On a
+    /// loop whose thread has exited nothing is set: no pass will come.
     ///
     /// The handler is called after the pass's last blocks and before its exit checks, once per pass, passes of
     /// nested runs included, with a value the loop builds on the stack: a pass allocates nothing for it. The figures

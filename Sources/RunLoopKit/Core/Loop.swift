@@ -158,7 +158,8 @@ public final class Loop: @unchecked Sendable {
     /// Ends the innermost run in progress, which returns ``RunResult/stopped``. Safe from any thread.
     ///
     /// A stop sent while the loop is not running is forgotten, as in CF: the next run is not affected. A stop that
-    /// arrives while a run is ending for another reason is dropped with that run, and does not reach an outer run.
+    /// arrives while a run is ending for another reason is dropped with that run, and does not reach an outer run. On
+    /// a loop whose thread has exited it does nothing (``isTerminated`` tells).
     public func stop() {
         control.stopRequested.store(true, ordering: .sequentiallyConsistent)
         poller.wakeIfSleeping()
@@ -169,7 +170,7 @@ public final class Loop: @unchecked Sendable {
     ///
     /// Costs an atomic store and load when the loop is awake, and one eventfd write when it sleeps; wake-ups sent
     /// before the loop gets to run coalesce into one. A wake-up sent while the loop is not running is dropped,
-    /// as in CF: the next run looks at everything anyway. Signalling a source, posting a block and changing items
+    /// as in CF: the next run looks at everything anyway. On a loop whose thread has exited it does nothing. Signalling a source, posting a block and changing items
     /// from another thread wake the loop by themselves.
     public func wakeUp() {
         control.wakeRequested.store(true, ordering: .sequentiallyConsistent)

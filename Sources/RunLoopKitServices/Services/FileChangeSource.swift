@@ -139,15 +139,19 @@ public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable
         }
     }
 
-    /// Stops watching `watch`'s path. Safe from any thread, the handler included; removing a watch that ended,
-    /// was removed, or belongs to another source does nothing.
+    /// Stops watching `watch`'s path. Safe from any thread, the handler included.
     ///
     /// Changes it saw that were not handled yet are dropped, and no ``FileChange/Kind/watchEnded`` is reported for it.
-    public func removeWatch(_ watch: Watch) {
-        guard watch.sourceSerial == serial else { return }
-        watchTable.withLock { table in
-            guard table.removeValue(forKey: watch.descriptor) != nil else { return }
+    /// - Returns: `true` when the watch was this source's and active, and has ended; `false` when there was nothing
+    ///   to remove: the watch ended already (its path went away, or it was removed before), belongs to another
+    ///   source, or the source was invalidated (which ended every watch).
+    @discardableResult
+    public func removeWatch(_ watch: Watch) -> Bool {
+        guard watch.sourceSerial == serial else { return false }
+        return watchTable.withLock { table in
+            guard table.removeValue(forKey: watch.descriptor) != nil else { return false }
             removeKernelWatch(watch.descriptor)
+            return true
         }
     }
 

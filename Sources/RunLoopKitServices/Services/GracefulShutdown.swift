@@ -34,6 +34,8 @@ public final class GracefulShutdown: Sendable {
     private struct State {
         var handlers: [(order: Int, handler: @Sendable () -> Void)] = []
         var phase = Phase.serving
+        /// Whether ``begin()`` posted the start to the loop (it runs there, and may find a signal came first).
+        var beginPosted = false
         var signal: CInt?
         var status = GracefulShutdown.cleanExitStatus
     }
@@ -80,20 +82,37 @@ public final class GracefulShutdown: Sendable {
         for source in sources.withLock({ $0 }) { source.invalidate() }
     }
 
-    /// Adds an exit handler: it runs on the loop's thread when the shutdown begins, lowest `order` first. One added
-    /// after the shutdown began never runs. Any thread.
-    public func onExit(order: Int = 0, _ handler: @escaping @Sendable () -> Void) {
+    /// Adds an exit handler: it runs on the loop's thread when the shutdown begins, lowest `order` first. Any thread.
+    ///
+    /// - Returns: `true` when the handler was added and will run; `false` when the shutdown's exit handlers have
+    ///   started already: the handler is dropped and never runs (run what it would do yourself).
+    @discardableResult
+    public func onExit(order: Int = 0, _ handler: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
-            guard state.phase == .serving else { return }
+            guard state.phase == .serving else { return false }
             let position = state.handlers.firstIndex { $0.order > order } ?? state.handlers.endIndex
             state.handlers.insert((order, handler), at: position)
+            return true
         }
     }
 
-    /// Begins the shutdown without a signal (a "quit" command, a fatal condition). The first call counts; later ones
-    /// and signals after it do nothing more. Any thread.
-    public func begin() {
-        loop.perform { [self] in start(signal: nil) }
+    /// Begins the shutdown without a signal (a "quit" command, a fatal condition): its steps run on the loop's
+    /// thread, as for a signal. Any thread.
+    ///
+    /// - Returns: `true` when this call set the shutdown going (a signal arriving meanwhile may begin it first, with
+    ///   the same steps); `false` when it was under way already (begun by a signal or an earlier call), or when the
+    ///   loop's thread has exited, so that nothing can run the steps: ``isShuttingDown`` stays `false` then.
+    @discardableResult
+    public func begin() -> Bool {
+        let claimed = state.withLock { state -> Bool in
+            guard state.phase == .serving, !state.beginPosted else { return false }
+            state.beginPosted = true
+            return true
+        }
+        guard claimed else { return false }
+        if loop.perform({ [self] in start(signal: nil) }) { return true }
+        state.withLock { $0.beginPosted = false }  // The loop's thread has exited: nothing was set going.
+        return false
     }
 
     /// Whether the shutdown has begun.

@@ -76,7 +76,7 @@ public final class SystemdWatchdog: Sendable {
     public var lastError: LoopError? { record.failure.withLock { $0 } }
 
     /// Stops the keep-alives for good (systemd will then restart the service if its watchdog is still on: send
-    /// `STOPPING=1` first when shutting down). Any thread.
+    /// `STOPPING=1` first when shutting down). Any thread; later calls do nothing.
     public func stop() {
         timer.invalidate()
     }

@@ -139,8 +139,8 @@ import Testing
             #expect(source.watches == [kept, dropped])
             try! loop.add(source)
             directory.write("dropped/before")  // Queued, not handled yet: dropped with the watch.
-            source.removeWatch(dropped)
-            source.removeWatch(dropped)  // Twice: nothing.
+            #expect(source.removeWatch(dropped))
+            #expect(!source.removeWatch(dropped))  // Twice: nothing to remove, and it says so.
             directory.write("dropped/after")
             directory.write("kept/file")
             ItemsSupport.run(loop) { changes.count > 0 }
@@ -245,9 +245,10 @@ import Testing
         let again = try source.addWatch(directory.path + "/.", for: .deleted)  // The same directory: the same watch.
         #expect(first == again && again.path == directory.path && source.watches.count == 1)
         let other = try FileChangeSource(watching: directory.path) { _, _ in }
-        other.removeWatch(first)  // Another source's watch: nothing.
+        #expect(!other.removeWatch(first))  // Another source's watch: nothing, and it says so.
         #expect(other.watches.count == 1 && source.watches.count == 1)
         source.invalidate()
+        #expect(!source.removeWatch(first))  // Invalidation ended every watch.
         #expect(code { try source.addWatch(directory.path) } == .invalidated)
         #expect(code { try Loop.current.add(source) } == .invalidated)
         #expect(source.watches.isEmpty)

@@ -83,6 +83,34 @@ import Testing
         #expect(SignalSupport.output(result).contains("verdict: ok"))
     }
 
+    /// `begin()` and `onExit` say whether they took effect (#29 item 6: before, both accepted the call and did
+    /// nothing): a second `begin()` answers `false`, as does one for a loop whose thread exited (which can run no
+    /// step, so the shutdown stays not begun); a handler added once the shutdown began is refused. No signal is
+    /// watched, so no exit test is needed.
+    @Test func beginAndOnExitAnswerWhetherTheyTookEffect() {
+        let ran = Recorder<String>()
+        let service = Self.serve { loop in
+            let shutdown = try! GracefulShutdown(loop: loop, signals: [], notifier: SystemdNotifier(environment: [:]))
+            #expect(shutdown.onExit { ran.append("before") })
+            return shutdown
+        }
+        let shutdown = service.shutdown.value!
+        #expect(shutdown.begin())
+        #expect(!shutdown.begin())  // Under way already.
+        service.thread.join()
+        #expect(service.result.value == .stopped)
+        #expect(!shutdown.onExit { ran.append("after") })  // Dropped, and it says so.
+        #expect(ran.all == ["before"])
+
+        let orphan = Box<GracefulShutdown>()
+        TestThread {
+            orphan.value = try! GracefulShutdown(
+                loop: Loop.current, signals: [], notifier: SystemdNotifier(environment: [:]))
+        }.join()
+        #expect(!orphan.value!.begin())  // Nobody can run its steps.
+        #expect(!orphan.value!.isShuttingDown)
+    }
+
     /// A shutdown stuck in an exit handler: the second SIGTERM meets the default disposition and ends the process.
     @Test func aSecondSignalEndsTheProcessAtOnce() async {
         await #expect(processExitsWith: .signal(SIGTERM)) {

@@ -66,7 +66,8 @@ public final class FileDescriptorSource: DescriptorBackedSource, @unchecked Send
     /// reports of the pass under way too: a source no longer watching a condition is not told of it. From another
     /// thread it applies at the loop's next pass. Other bits are ignored. If the epoll set refuses the change (the
     /// descriptor was closed behind the source's back), the handler gets ``DescriptorBackedSource/Events/invalid`` and
-    /// ``DescriptorBackedSource/failure`` says why.
+    /// ``DescriptorBackedSource/failure`` says why. Set on an invalidated source, it is recorded (and read back) but
+    /// watches nothing: the source is in no epoll set any more.
     public var events: Events {
         get { watchedEvents }
         set { setWatchedEvents(newValue) }

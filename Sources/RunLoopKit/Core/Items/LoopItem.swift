@@ -115,7 +115,7 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
     }
 
     /// Ends the item for good: removes it from every mode of its loop and frees what it holds there. Safe from any
-    /// thread, the item's own handler included; invalidating twice does nothing.
+    /// thread, the item's own handler included; invalidating twice does nothing (as in CF).
     ///
     /// After it returns no new handler call starts (one already running on the loop's thread finishes). What each kind
     /// does besides (as CF does): a ``LoopSource``'s cancel handler runs once per mode it was in, on the loop's thread

@@ -49,7 +49,7 @@ public final class LoopSource: LoopItem, LoopEventItem, @unchecked Sendable {
     ///
     /// Costs one atomic exchange when the source is already signalled, and a few atomics otherwise; the eventfd
     /// is written only when the loop sleeps, and at most once per sleep. Signalling an invalidated source does
-    /// nothing. A source signalled before it is added to a loop is performed once it is.
+    /// nothing, as CF's `CFRunLoopSourceSignal`. A source signalled before it is added to a loop is performed once it is.
     public func signal() {
         guard isValid else { return }
         guard !signalled.exchange(true, ordering: .sequentiallyConsistent) else { return }

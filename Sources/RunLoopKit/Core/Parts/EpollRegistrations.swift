@@ -19,6 +19,14 @@ struct EpollRegistrations {
     /// The loop's own descriptors in the set (its wake-up eventfd and timerfd, Dispatch's main-queue eventfd): what a
     /// rebuilt set starts with (``rebuild()``).
     var own: [OwnEntry] = []
+    /// The host's set (``Loop/pollDescriptor``): an epoll set holding ``epoll``, made when a host first asks for it;
+    /// -1 until then. A host keeps it (in an epoll set of its own, say), so it stays the same file for the loop's
+    /// life, while ``rebuild()`` replaces the file ``epoll`` names.
+    var hostSet: CInt = -1
+    /// The number under which ``hostSet`` holds the loop's set (epoll keys an entry by file and number): ``epoll``,
+    /// or, after a rebuild whose re-add failed, a descriptor of the loop's set kept open for that entry. -1 without
+    /// a host's set.
+    var hostEntry: CInt = -1
 
     /// One of the loop's own descriptors in the set, what it reports and its tag.
     struct OwnEntry {
@@ -91,17 +99,38 @@ struct EpollRegistrations {
         }
     }
 
+    /// Makes the host's set (``hostSet``) holding the loop's set, level-triggered, unless it exists already; answers
+    /// it. Holding the lock.
+    ///
+    /// - Throws: What `epoll_create1` or `epoll_ctl(EPOLL_CTL_ADD)` failed with (`EMFILE`, `ENOMEM`); nothing is
+    ///   left open then.
+    mutating func makeHostSet() throws(SystemError) -> CInt {
+        if hostSet >= 0 { return hostSet }
+        let host = try Epoll.create()
+        do throws(SystemError) {
+            try Epoll.add(host, epoll, events: .input, data: 0)
+        } catch {
+            FileDescriptorCalls.close(host)
+            throw error
+        }
+        hostSet = host
+        hostEntry = epoll
+        return host
+    }
+
     /// Drops every entry the loop cannot name (``holdsStaleEntry(under:)``) by moving to a fresh epoll set under the
     /// same number: the new set gets the loop's own descriptors and each watch's entry (what it was last told, and
     /// its tag), then takes the old set's number (`dup3`), which closes the old set and every entry in it. A watch
     /// whose number no longer names the file it was made for is left out of the new set and of ``watches``; the
     /// caller fails its sources. Answers those watches.
     ///
-    /// Only the entries change: the set keeps its number (a host given ``Loop/pollDescriptor`` polls the new set from
-    /// its next wait on), and every report of a kept entry keeps its tag. Loop thread, holding the lock.
+    /// Only the entries change: the set keeps its number, and every report of a kept entry keeps its tag. A host's
+    /// set (``hostSet``) is moved to the new set before the old one leaves it, so a host never misses the loop's work
+    /// and never hears the old set (which a forked child may keep open, stale entry and all). Loop thread, holding
+    /// the lock.
     ///
-    /// - Throws: What creating the new set or an `EPOLL_CTL_ADD` to it failed with (`EMFILE`, `ENOMEM`): the old set
-    ///   is then left as it was.
+    /// - Throws: What creating the new set or an `EPOLL_CTL_ADD` to it (or of it to the host's set) failed with
+    ///   (`EMFILE`, `ENOMEM`), or `dup3`'s `EBUSY`: the old set is then left as it was, in the host's set.
     mutating func rebuild() throws(SystemError) -> [DescriptorWatch] {
         let fresh = try Epoll.create()
         var leftOut: [DescriptorWatch] = []
@@ -114,13 +143,52 @@ struct EpollRegistrations {
                 }
                 try Epoll.add(fresh, watch.descriptor, events: watch.registeredEvents.epollEvents, data: watch.tag)
             }
-            try FileDescriptorCalls.duplicate(fresh, onto: epoll)
+            if hostSet >= 0 { try Epoll.add(hostSet, fresh, events: .input, data: 0) }
         } catch {
             FileDescriptorCalls.close(fresh)
             throw error
         }
-        FileDescriptorCalls.close(fresh)
+        if hostSet >= 0 { leaveHostSet() }
+        do throws(SystemError) {
+            try FileDescriptorCalls.duplicate(fresh, onto: epoll)
+        } catch {
+            if hostSet >= 0 { rejoinHostSet(leaving: fresh) }
+            FileDescriptorCalls.close(fresh)
+            throw error
+        }
+        if hostSet >= 0 {
+            rejoinHostSet(leaving: fresh, keepingOnFailure: true)
+            if hostEntry != fresh { FileDescriptorCalls.close(fresh) }
+        } else {
+            FileDescriptorCalls.close(fresh)
+        }
         for watch in leftOut { watches[watch.descriptor] = nil }
         return leftOut
+    }
+
+    /// Takes the loop's set out of the host's set, under the number it was added with (a spare number is closed). The
+    /// old set must leave before `dup3` replaces it: afterwards no number names it, and a forked child holding it
+    /// would keep it in the host's set for good.
+    private mutating func leaveHostSet() {
+        try? Epoll.remove(hostSet, hostEntry)
+        if hostEntry != epoll { FileDescriptorCalls.close(hostEntry) }
+        hostEntry = -1
+    }
+
+    /// Puts the set ``epoll`` names in the host's set, then takes `temporary` (added to stand in meanwhile) out. If
+    /// the add fails and `keepingOnFailure`, `temporary` stays, and open: the host's set holds the loop's set under
+    /// its number. Otherwise a failed add traps: the host would never hear the loop again, and nobody can be told.
+    private mutating func rejoinHostSet(leaving temporary: CInt, keepingOnFailure: Bool = false) {
+        do throws(SystemError) {
+            try Epoll.add(hostSet, epoll, events: .input, data: 0)
+        } catch {
+            guard keepingOnFailure else {
+                trap("RunLoopKit: the host's epoll set (pollDescriptor) cannot hold the loop's set again: \(error)")
+            }
+            hostEntry = temporary
+            return
+        }
+        hostEntry = epoll
+        try? Epoll.remove(hostSet, temporary)
     }
 }

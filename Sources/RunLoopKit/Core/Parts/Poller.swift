@@ -32,9 +32,12 @@ final class Poller: Sendable {
     let forkGeneration = ForkGuard.generationForNewLoop()
     /// True while the loop sleeps, or is about to, in `epoll_wait`: wakers write the eventfd only then.
     let isWaiting = Atomic<Bool>(false)
-    /// True once ``epoll`` was handed to a host to wait on (``Loop/pollDescriptor``): a run of the loop's own then
-    /// ends by making it readable again (see `Loop.run(mode:deadline:pollOnce:returnAfterSourceHandled:hostPass:)`).
+    /// True once a host was given ``hostDescriptor()`` to wait on (``Loop/pollDescriptor``): a run of the loop's own
+    /// then ends by making it readable again (see `Loop.run(mode:deadline:pollOnce:returnAfterSourceHandled:hostPass:)`).
     let isHosted = Atomic<Bool>(false)
+    /// The host's set (``EpollRegistrations/hostSet``) once made, for a read without the lock; -1 before, and again
+    /// once the descriptors are closed.
+    private let hostSetDescriptor = Atomic<CInt>(-1)
     /// True once a waker has claimed the single eventfd write this sleep needs; cleared after waking.
     private let wakeUpPending = Atomic<Bool>(false)
     /// Whether the descriptors are still open, and the descriptor sources' entries of the epoll set. Held while a
@@ -95,6 +98,11 @@ final class Poller: Sendable {
             registrations.isOpen = false
             for watch in registrations.watches.values { watch.removal = .closed }
             registrations.watches.removeAll()
+            hostSetDescriptor.store(-1, ordering: .releasing)
+            if registrations.hostSet >= 0 { FileDescriptorCalls.close(registrations.hostSet) }
+            if registrations.hostEntry >= 0 && registrations.hostEntry != epoll {
+                FileDescriptorCalls.close(registrations.hostEntry)
+            }
             FileDescriptorCalls.close(timerDescriptor)
             FileDescriptorCalls.close(wakeUpDescriptor)
             FileDescriptorCalls.close(epoll)
@@ -142,6 +150,28 @@ final class Poller: Sendable {
         guard !isWaiting.load(ordering: .sequentiallyConsistent) else { return }
         guard !ForkGuard.isStale(forkGeneration) else { return }
         writeWakeUp()
+    }
+
+    // MARK: Hosting (any thread)
+
+    /// The descriptor a host waits on (``Loop/pollDescriptor``): an epoll set holding ``epoll``, made the first time
+    /// it is asked for, so a loop that no host embeds has none. It stays the same file while the loop's own set is
+    /// rebuilt under it (``EpollRegistrations/rebuild()``), which a host keeping the descriptor in an epoll set of its
+    /// own would otherwise lose: closing the old set takes it out of every epoll set. Answers -1 once the descriptors
+    /// are closed (the loop's thread exited), and in a child of `fork()` for a poller made before it.
+    ///
+    /// - Throws: What `epoll_create1` or `epoll_ctl(EPOLL_CTL_ADD)` failed with (`EMFILE`, `ENOMEM`); a later call
+    ///   tries again.
+    func hostDescriptor() throws(SystemError) -> CInt {
+        guard !ForkGuard.isStale(forkGeneration) else { return -1 }  // The parent's objects: never waited on here.
+        let made = hostSetDescriptor.load(ordering: .acquiring)
+        if made >= 0 { return made }
+        return try lifecycle.withLock { (registrations) throws(SystemError) -> CInt in
+            guard registrations.isOpen else { return -1 }
+            let host = try registrations.makeHostSet()
+            hostSetDescriptor.store(host, ordering: .releasing)
+            return host
+        }
     }
 
     // MARK: Registration (any thread)
