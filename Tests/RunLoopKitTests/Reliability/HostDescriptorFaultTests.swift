@@ -12,6 +12,7 @@ import Testing
         await #expect(processExitsWith: .success) {
             TestThread {
                 let loop = Loop.current
+                startDispatchManager()
                 let before = openDescriptorCount()
                 let (code, _) = FaultInjection.with([.init("epoll_create1", EMFILE)]) { () -> LoopError.Code? in
                     do throws(LoopError) {
@@ -40,6 +41,7 @@ import Testing
                 let signalled = LoopSource { _ in performs.increment() }
                 try! loop.add(signalled)
                 while loop.runPass() {}
+                startDispatchManager()
                 let before = openDescriptorCount()
                 let reAdd = FaultInjection.Fault("epoll_ctl(EPOLL_CTL_ADD)", ENOMEM, on: loop.poller.epoll)
                 let (first, counts) = FaultInjection.with([reAdd]) { HostedRebuildTests.rebuild(loop) }

@@ -144,6 +144,20 @@ func moveDescriptor(_ descriptor: CInt, onto number: CInt) -> Bool {
 }
 
 /// The number of open descriptors of this process.
+/// Starts libdispatch's manager thread, which opens three descriptors of its own (an epoll set, an eventfd, a
+/// timerfd) the first time a Dispatch timer or source needs it, if nothing has yet: a test that compares
+/// ``openDescriptorCount()`` before and after calls it first, so Dispatch work of the test process (Swift Testing's
+/// own) cannot start the manager in between.
+func startDispatchManager() {
+    let fired = DispatchSemaphore(value: 0)
+    let timer = DispatchSource.makeTimerSource(queue: .global())
+    timer.schedule(deadline: .now())
+    timer.setEventHandler { fired.signal() }
+    timer.activate()
+    fired.wait()
+    timer.cancel()
+}
+
 func openDescriptorCount() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
 }
