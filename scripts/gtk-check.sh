@@ -10,7 +10,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-picture="${1:-$root/.ci/logs/gtk-check.png}"
+picture="$(realpath -m "${1:-$root/.ci/logs/gtk-check.png}")"  # Absolute: the checks run in the package.
 mkdir -p "$(dirname "$picture")"
 cd "$root/scripts/gtk-check"
 if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
