@@ -64,6 +64,13 @@ struct EpollRegistrations {
         }
     }
 
+    /// Takes one of the loop's own descriptors out of the set and out of ``own``, so a rebuilt set does not take it
+    /// back (``rebuild()``).
+    mutating func removeOwn(_ descriptor: CInt) {
+        remove(descriptor)
+        own.removeAll { $0.descriptor == descriptor }
+    }
+
     // MARK: Entries the loop cannot name (error time only)
 
     /// Whether the set holds, under the number `descriptor`, an entry for a file that number does not name now (or

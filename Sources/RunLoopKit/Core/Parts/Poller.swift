@@ -206,7 +206,7 @@ final class Poller: Sendable {
     /// Takes one of the loop's own descriptors added by ``register(_:events:tag:)`` out of the epoll set again. Loop
     /// thread only (the main queue's eventfd, when a host serves the main queue itself).
     func unregister(_ descriptor: CInt) {
-        _ = withRegistrations { registrations in registrations.remove(descriptor) }
+        _ = withRegistrations { registrations in registrations.removeOwn(descriptor) }
     }
 
     /// Runs `body` with the descriptor sources' entries of the epoll set, holding the lock every change of one
