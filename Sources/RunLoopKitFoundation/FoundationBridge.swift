@@ -62,6 +62,8 @@ public final class FoundationBridge: @unchecked Sendable {
     private var hostPassDepth = 0
     /// The Foundation fire date the timer was last set for.
     private var timerFireDate: CFAbsoluteTime = 0
+    /// The last mode of the app's own ``foundationMode(of:)`` answered, with Foundation's name for it.
+    private var lastFoundationMode: (Loop.Mode, CFRunLoopMode)?
 
     /// How many times in a row the loop's side runs Foundation once before it lets the loop go on (it then wakes the
     /// loop, so Foundation gets another turn after the loop's other work).
@@ -193,7 +195,7 @@ public final class FoundationBridge: @unchecked Sendable {
         guard isValid else { return }
         // Inside a pass Foundation's side started: Foundation's own iteration goes on after it.
         if hostPassDepth != 0 && loop.runDepth <= hostPassDepth { return }
-        let foundationMode = Self.foundationMode(of: loop.currentMode ?? mode)
+        let foundationMode = foundationMode(of: loop.currentMode ?? mode)
         let outer = foundationPollDepth
         foundationPollDepth = foundationDepth + 1
         var runs = 0
@@ -232,9 +234,13 @@ public final class FoundationBridge: @unchecked Sendable {
         foundationTimer.setNextFireTime(.now + .nanoseconds(Int64(seconds * 1e9)))
     }
 
-    /// Foundation's mode of the same name as the loop's `mode`.
-    static func foundationMode(of mode: Loop.Mode) -> CFRunLoopMode {
+    /// Foundation's mode of the same name as the loop's `mode`; the last one made is kept, so a turn in a mode of
+    /// the app's own makes no string. Loop thread only.
+    private func foundationMode(of mode: Loop.Mode) -> CFRunLoopMode {
         if mode == .default { return kCFRunLoopDefaultMode }
-        return CFStringCreateWithCString(nil, mode.name, CFStringBuiltInEncodings.UTF8.rawValue)
+        if let (name, made) = lastFoundationMode, name == mode { return made }
+        let made = CFStringCreateWithCString(nil, mode.name, CFStringBuiltInEncodings.UTF8.rawValue)!
+        lastFoundationMode = (mode, made)
+        return made
     }
 }
