@@ -89,11 +89,18 @@ let package = Package(
             dependencies: ["RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // What the check executables below share: the scenario runner, the verdict line, waits and a shared value.
+        .target(
+            name: "CheckSupport",
+            dependencies: ["RunLoopKit", "RunLoopKitSystem"],
+            path: "Tests/check-support",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // What only the process's real main thread can show (the main queue and main actor on Loop.main): a test
         // executable that RunLoopKitTests runs in child processes.
         .executableTarget(
             name: "main-loop-check",
-            dependencies: ["RunLoopKit", "RunLoopKitSystem"],
+            dependencies: ["RunLoopKit", "RunLoopKitSystem", "CheckSupport"],
             path: "Tests/main-loop-check",
             swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
@@ -109,7 +116,7 @@ let package = Package(
         // context): a test executable that RunLoopKitTests runs in child processes.
         .executableTarget(
             name: "glib-check",
-            dependencies: ["RunLoopKit", "RunLoopKitGLib"],
+            dependencies: ["RunLoopKit", "RunLoopKitGLib", "CheckSupport"],
             path: "Tests/glib-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
@@ -117,7 +124,7 @@ let package = Package(
         // RunLoopKitTests runs in child processes.
         .executableTarget(
             name: "foundation-check",
-            dependencies: ["RunLoopKit", "RunLoopKitFoundation"],
+            dependencies: ["RunLoopKit", "RunLoopKitFoundation", "CheckSupport"],
             path: "Tests/foundation-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

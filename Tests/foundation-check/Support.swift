@@ -1,22 +1,7 @@
+@_exported import CheckSupport  // fail, pass, check, waitFor, Shared…: every file of the tool
 import Foundation
 import RunLoopKit
 import Synchronization
-
-/// Prints the verdict line and ends the process with status 1.
-func fail(_ why: String) -> Never {
-    print("FAIL \(CommandLine.arguments.last ?? "?"): \(why)")
-    exit(1)
-}
-
-/// Prints the verdict line with `figures` and ends the process with status 0.
-func pass(_ figures: String = "") -> Never {
-    print("PASS \(CommandLine.arguments.last ?? "?") \(figures)")
-    exit(0)
-}
-
-func check(_ condition: Bool, _ why: @autoclosure () -> String) {
-    if !condition { fail(why()) }
-}
 
 /// Seconds on the monotonic clock.
 func uptime() -> Double { ProcessInfo.processInfo.systemUptime }
@@ -27,15 +12,6 @@ func processCPUSeconds() -> Double {
     getrusage(RUSAGE_SELF.rawValue, &usage)
     func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
-}
-
-/// Waits on the calling (non-main) thread until `condition` holds, for at most 10 s; fails the scenario otherwise.
-func waitFor(_ what: String, _ condition: () -> Bool) {
-    let deadline = uptime() + 10
-    while !condition() {
-        if uptime() > deadline { fail("\(what) did not happen within 10 s") }
-        usleep(100)
-    }
 }
 
 /// Runs Foundation's run loop on the main thread until `done` holds, for at most 10 s; fails the scenario otherwise.
@@ -61,21 +37,6 @@ final class Count: Sendable {
     private let value = Atomic<Int>(0)
     func add() { value.add(1, ordering: .relaxed) }
     var current: Int { value.load(ordering: .relaxed) }
-}
-
-/// A value shared between the main thread and others, behind a pthread mutex (`NSLock`), which ThreadSanitizer
-/// sees; it did not see `Synchronization.Mutex`'s futex order two writes made under it and reported a race.
-final class Shared<Value: Sendable>: @unchecked Sendable {
-    // Unchecked: `storage` is only touched holding `lock`.
-    private let lock = NSLock()
-    private var storage: Value
-    init(_ value: Value) { storage = value }
-    func withLock<R>(_ body: (inout Value) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&storage)
-    }
-    var value: Value { withLock { $0 } }
 }
 
 /// Median and 99th percentile of `samples` (seconds) in microseconds, as "label_median_us=… label_p99_us=…".

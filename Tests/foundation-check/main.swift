@@ -14,10 +14,4 @@ let scenarios: [String: () -> Void] = [
     "latency": latencyScenario,
 ]
 
-let arguments = CommandLine.arguments.dropFirst()
-guard arguments.count == 1, let name = arguments.first, let scenario = scenarios[name] else {
-    print("usage: foundation-check <scenario>; scenarios: \(scenarios.keys.sorted().joined(separator: ", "))")
-    exit(2)
-}
-guard Loop.main.isCurrent else { fail("not on the main thread") }
-scenario()
+runScenario(of: "foundation-check", from: scenarios)

@@ -11,10 +11,4 @@ let scenarios: [String: () -> Void] = [
     "idle-driven": idleDrivenScenario,
 ]
 
-let arguments = CommandLine.arguments.dropFirst()
-guard arguments.count == 1, let name = arguments.first, let scenario = scenarios[name] else {
-    print("usage: glib-check <scenario>; scenarios: \(scenarios.keys.sorted().joined(separator: ", "))")
-    exit(2)
-}
-guard Loop.main.isCurrent else { fail("not on the main thread") }
-scenario()
+runScenario(of: "glib-check", from: scenarios)

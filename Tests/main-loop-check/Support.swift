@@ -1,33 +1,7 @@
+@_exported import CheckSupport  // fail, pass, check, waitFor, Shared…: every file of the tool
 import Dispatch
 import Glibc
 import RunLoopKit
-import Synchronization
-
-/// Prints the verdict line and ends the process with status 1.
-func fail(_ why: String, scenario: String = CommandLine.arguments.last ?? "?") -> Never {
-    print("FAIL \(scenario): \(why)")
-    exit(1)
-}
-
-/// Prints the verdict line with `figures` and ends the process with status 0.
-func pass(_ figures: String = "", scenario: String = CommandLine.arguments.last ?? "?") -> Never {
-    print("PASS \(scenario) \(figures)")
-    exit(0)
-}
-
-func check(_ condition: Bool, _ why: @autoclosure () -> String) {
-    if !condition { fail(why()) }
-}
-
-/// Whether the calling thread is the process's main thread.
-var onMainThread: Bool { Loop.main.isCurrent }
-
-/// Monotonic nanoseconds.
-func nowNanoseconds() -> Int64 {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
-}
 
 /// Waits on the calling (non-main) thread until the main loop sleeps in `epoll_wait`, for at most 10 s.
 func waitUntilMainLoopSleeps() {
@@ -44,14 +18,4 @@ func summary(_ samples: [Int64], _ label: String) -> String {
     let median = Double(sorted[sorted.count / 2]) / 1000
     let maximum = Double(sorted.last!) / 1000
     return "\(label)_median_us=\(rounded(median)) \(label)_max_us=\(rounded(maximum)) samples=\(samples.count)"
-}
-
-func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
-
-/// A value shared between the main thread and others, behind a mutex.
-final class Shared<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
-    func withLock<R>(_ body: (inout sending Value) -> sending R) -> R { storage.withLock(body) }
-    var value: Value { storage.withLock { $0 } }
 }

@@ -25,10 +25,4 @@ let scenarios: [String: () -> Void] = [
     "drained-behind-the-loop": drainedBehindTheLoopScenario,
 ]
 
-let arguments = CommandLine.arguments.dropFirst()
-guard arguments.count == 1, let name = arguments.first, let scenario = scenarios[name] else {
-    print("usage: main-loop-check <scenario>; scenarios: \(scenarios.keys.sorted().joined(separator: ", "))")
-    exit(2)
-}
-guard Loop.main.isCurrent else { fail("not on the main thread") }
-scenario()
+runScenario(of: "main-loop-check", from: scenarios)

@@ -1,0 +1,77 @@
+// What the check executables (glib-check, main-loop-check, foundation-check) share: each runs one scenario per
+// process on the real main thread and ends with one verdict line, "PASS <scenario> <figures>" (exit 0) or
+// "FAIL <scenario>: <why>" (exit 1), which Tests/RunLoopKitTests reads (CheckScenario).
+import Glibc
+import RunLoopKit
+import RunLoopKitSystem
+
+/// Runs the scenario the process's one argument names, on the main thread; prints the usage and exits 2 for any
+/// other argument list, and fails when not on the main thread.
+public func runScenario(of tool: String, from scenarios: [String: () -> Void]) {
+    let arguments = CommandLine.arguments.dropFirst()
+    guard arguments.count == 1, let name = arguments.first, let scenario = scenarios[name] else {
+        print("usage: \(tool) <scenario>; scenarios: \(scenarios.keys.sorted().joined(separator: ", "))")
+        exit(2)
+    }
+    guard Loop.main.isCurrent else { fail("not on the main thread") }
+    scenario()
+}
+
+/// Prints the verdict line and ends the process with status 1.
+public func fail(_ why: String, scenario: String = CommandLine.arguments.last ?? "?") -> Never {
+    print("FAIL \(scenario): \(why)")
+    exit(1)
+}
+
+/// Prints the verdict line with `figures` and ends the process with status 0.
+public func pass(_ figures: String = "", scenario: String = CommandLine.arguments.last ?? "?") -> Never {
+    print("PASS \(scenario) \(figures)")
+    exit(0)
+}
+
+/// Fails the scenario with `why` unless `condition` holds.
+public func check(_ condition: Bool, _ why: @autoclosure () -> String) {
+    if !condition { fail(why()) }
+}
+
+/// Whether the calling thread is the process's main thread.
+public var onMainThread: Bool { Loop.main.isCurrent }
+
+/// Monotonic nanoseconds.
+public func nowNanoseconds() -> Int64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+}
+
+/// The CPU time (user + system) the whole process has used, in nanoseconds (`getrusage(RUSAGE_SELF)`).
+public func processCPUNanoseconds() -> Int64 {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func nanoseconds(_ time: timeval) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_usec) * 1000 }
+    return nanoseconds(usage.ru_utime) + nanoseconds(usage.ru_stime)
+}
+
+/// Waits on the calling (non-main) thread until `condition` holds, for at most 10 s; fails the scenario otherwise.
+public func waitFor(_ what: String, _ condition: () -> Bool) {
+    let deadline = nowNanoseconds() + 10_000_000_000
+    while !condition() {
+        if nowNanoseconds() > deadline { fail("\(what) did not happen within 10 s") }
+        usleep(100)
+    }
+}
+
+/// `value` rounded to one decimal, for figures.
+public func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
+
+/// A value shared between the main thread and others, behind the library's pthread mutex (`Locked`), whose order
+/// ThreadSanitizer sees (it does not see `Synchronization.Mutex`'s).
+public final class Shared<Value: Sendable>: Sendable {
+    private let storage: Locked<Value>
+    /// A shared `value`.
+    public init(_ value: Value) { storage = Locked(value) }
+    /// Runs `body` with exclusive access to the value.
+    public func withLock<R>(_ body: (inout Value) -> R) -> R { storage.withLock(body) }
+    /// The value now.
+    public var value: Value { withLock { $0 } }
+}
