@@ -285,8 +285,12 @@ enum FaultScenarios {
             // The waker reads only a counter at its maximum, after 2^64 - 2 unread wake-ups: put it there.
             var count: UInt64 = 0
             _ = read(descriptor, &count, 8)
+            // That write wakes the loop: wait until the pass it woke has ended and the loop sleeps again, or the
+            // block below could find the loop awake, and its waker would neither write nor read.
+            let passesBefore = running.loop.metrics.passes
             var maximum: UInt64 = .max - 1
             if write(descriptor, &maximum, 8) != 8 { problems.append("could not fill the eventfd: errno \(errno)") }
+            _ = waitUntil { running.loop.metrics.passes > passesBefore && running.loop.isWaiting }
         }
         var scripted = fault.fault  // The write of a waker, or its read of a full counter.
         scripted.descriptor = descriptor
