@@ -69,10 +69,48 @@ import Testing
         #expect(!result.value!.readyWhileIdle, "the host's set still holds the old set, whose stale entry is ready")
     }
 
+    /// A descriptor of the loop's own taken out of its set (as the main queue's eventfd is for a host that serves the
+    /// queue itself) stays out after a rebuild: the rebuilt set starts from the loop's own list, not the old set.
+    @Test func aDescriptorTheLoopUnregisteredStaysOutOfTheRebuiltSet() {
+        let result = Box<(rebuilds: Int, inSetAfter: Bool)>()
+        let thread = TestThread {
+            let loop = Loop.current
+            _ = loop.pollDescriptor
+            let ownDescriptor = try! EventFD.create()
+            defer { close(ownDescriptor) }
+            try! loop.poller.register(ownDescriptor, events: .input, tag: 99)
+            loop.poller.unregister(ownDescriptor)
+            let rebuild = Self.rebuild(loop)
+            defer { rebuild.cleanUp() }
+            var event = epoll_event()
+            let inSet = epoll_ctl(loop.poller.epoll, EPOLL_CTL_MOD, ownDescriptor, &event) == 0
+            result.value = (loop.descriptorTable.staleEntriesDropped, inSet)
+        }
+        thread.join()
+        #expect(result.value!.rebuilds == 1)
+        #expect(!result.value!.inSetAfter, "the rebuild put back a descriptor the loop had taken out")
+    }
+
     /// Makes `loop` (the calling thread's, hosted) rebuild its epoll set as `ReplacedDescriptorTests` does: a watched
     /// descriptor is replaced behind its source's back while a duplicate keeps its old file open and readable. Passes
     /// until the rebuild happened (another one, if it rebuilt before) and `runPass()` answers `false`. `cleanUp` closes what it opened.
     static func rebuild(_ loop: Loop) -> (source: FileDescriptorSource, cleanUp: () -> Void) {
+        let rebuildsBefore = loop.descriptorTable.staleEntriesDropped
+        let stale = makeStaleEntry(loop)
+        stale.source.events = [.readable, .writable]  // A change the loop cannot make: it finds the stale entry.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while loop.descriptorTable.staleEntriesDropped == rebuildsBefore && ContinuousClock.now < deadline {
+            loop.runPass()
+        }
+        while loop.runPass() {}
+        return stale
+    }
+
+    /// Leaves `loop` (the calling thread's, hosted) an epoll entry it cannot name, ready: a watched descriptor is
+    /// replaced behind its source's back while a duplicate keeps its old file open and readable. Changing the
+    /// source's events then fails, and the loop finds the stale entry and rebuilds its set. `cleanUp` closes what it
+    /// opened.
+    static func makeStaleEntry(_ loop: Loop) -> (source: FileDescriptorSource, cleanUp: () -> Void) {
         let replaced = Pipe()
         let other = Pipe()
         let keep = dup(replaced.readEnd)  // Keeps the replaced file open, as a forked child would.
@@ -81,13 +119,6 @@ import Testing
         while loop.runPass() {}
         _ = dup2(other.readEnd, replaced.readEnd)  // The number names the other pipe; the old file lives on.
         replaced.write()  // The old file's entry reports, level-triggered, and nothing can remove it.
-        let rebuildsBefore = loop.descriptorTable.staleEntriesDropped
-        watched.events = [.readable, .writable]
-        let deadline = ContinuousClock.now + .seconds(10)
-        while loop.descriptorTable.staleEntriesDropped == rebuildsBefore && ContinuousClock.now < deadline {
-            loop.runPass()
-        }
-        while loop.runPass() {}
         return (
             watched,
             {

@@ -62,6 +62,70 @@ import Testing
         }
     }
 
+    /// A rebuild whose `dup3` onto the old set's number fails (`EBUSY`) puts the old set back in the host's set and
+    /// closes the new one; the next report of the stale entry tries again.
+    @Test func aRebuildWhoseDup3FailsLeavesTheOldSetInPlaceAndALaterReportTriesAgain() async {
+        await #expect(processExitsWith: .success) {
+            Self.failRebuildsThenRecover { loop in .init("dup3", EBUSY, on: loop.poller.epoll, times: .max) }
+        }
+    }
+
+    /// A rebuild whose new set cannot join the host's set (`ENOMEM`) closes the new set before the old one ever left
+    /// the host's set; the next report of the stale entry tries again.
+    @Test func aRebuildWhoseNewSetCannotJoinTheHostSetLeavesTheOldSetInPlaceAndALaterReportTriesAgain() async {
+        await #expect(processExitsWith: .success) {
+            Self.failRebuildsThenRecover { _ in
+                // The new set gets the lowest free number; of the rebuild's adds, only its add to the host's set
+                // names that number.
+                let next = open("/dev/null", O_RDONLY)
+                close(next)
+                return .init("epoll_ctl(EPOLL_CTL_ADD)", ENOMEM, on: next, times: .max)
+            }
+        }
+    }
+
+    /// In a child process: gives the calling thread's hosted loop a stale entry, lets every rebuild fail with
+    /// `fault(loop)` for a few passes (the first try when the source's change is refused, then one per report), checks that the old set stayed in the host's set and nothing leaked, then lets
+    /// the next rebuild succeed and checks the host hears the loop and is not woken while it idles. Exits with a code
+    /// naming the first check that failed.
+    private static func failRebuildsThenRecover(_ fault: @escaping @Sendable (Loop) -> FaultInjection.Fault) {
+        TestThread {
+            let loop = Loop.current
+            let number = loop.pollDescriptor
+            let performs = Counter()
+            let signalled = LoopSource { _ in performs.increment() }
+            try! loop.add(signalled)
+            while loop.runPass() {}
+            startDispatchManager()
+            let before = openDescriptorCount()
+            let stale = HostedRebuildTests.makeStaleEntry(loop)
+            let withStaleEntry = openDescriptorCount()
+            let script = fault(loop)
+            let (_, counts) = FaultInjection.with([script]) {
+                stale.source.events = [.readable, .writable]  // Refused: the source fails, the loop tries a rebuild.
+                for _ in 0..<5 { loop.runPass() }  // The stale entry reports every pass; each rebuild fails.
+            }
+            guard let failures = counts.first, failures >= 2 else { exit(1) }
+            guard loop.descriptorTable.staleEntriesDropped == 0 else { exit(2) }
+            let entry = loop.poller.withRegistrations { $0.hostEntry }
+            guard entry == loop.poller.epoll else { exit(3) }  // The old set, under its own number.
+            guard openDescriptorCount() == withStaleEntry else { exit(4) }  // Every new set was closed.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while loop.descriptorTable.staleEntriesDropped == 0 && ContinuousClock.now < deadline { loop.runPass() }
+            guard loop.descriptorTable.staleEntriesDropped == 1 else { exit(5) }
+            guard !stale.source.isValid, stale.source.failure?.message.contains("replaced") == true else { exit(6) }
+            guard loop.pollDescriptor == number, Self.hears(loop, number, signalled, performs, expected: 1) else {
+                exit(7)
+            }
+            var idle = pollfd(fd: number, events: Int16(POLLIN), revents: 0)
+            guard poll(&idle, 1, 100) == 0 else { exit(8) }  // The stale entry went with the old set.
+            stale.cleanUp()
+            guard openDescriptorCount() == before else { exit(9) }
+            signalled.invalidate()
+        }.join()
+        exit(0)
+    }
+
     /// Whether `number` (polled as a host does) becomes readable after `source` is signalled, and the loop then
     /// performs it (`performs` reaching `expected`).
     private static func hears(
