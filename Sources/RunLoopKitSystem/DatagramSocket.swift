@@ -5,7 +5,7 @@ import Glibc
 /// address (with descriptors attached, for the fd store), closed. The only socket calls the library makes.
 package enum DatagramSocket {
     /// The longest address `sockaddr_un` holds, without the terminating NUL of a path name.
-    package static let maximumAddressLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+    package static let maximumAddressLength = UnixSocketAddress.maximumLength
 
     /// The most descriptors one datagram may carry (the kernel's `SCM_MAX_FD`).
     package static let maximumPassedDescriptors = 253
@@ -23,7 +23,7 @@ package enum DatagramSocket {
     ///
     /// The corresponding C call is `sendto(2)` with `MSG_NOSIGNAL`.
     package static func send(_ message: [UInt8], from descriptor: CInt, to address: [UInt8]) throws(SystemError) {
-        var (socketAddress, length) = unixAddress(address)
+        var (socketAddress, length) = UnixSocketAddress.make(address)
         let sent = withUnsafePointer(to: &socketAddress) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
                 message.withUnsafeBytes { bytes in
@@ -46,7 +46,7 @@ package enum DatagramSocket {
     package static func send(
         _ message: [UInt8], passing passed: [CInt], from descriptor: CInt, to address: [UInt8]
     ) throws(SystemError) {
-        var (socketAddress, length) = unixAddress(address)
+        var (socketAddress, length) = UnixSocketAddress.make(address)
         var payload = message
         var control = [UInt8](repeating: 0, count: crunloop_rights_space(CInt(passed.count)))
         let sent = withUnsafeMutablePointer(to: &socketAddress) { target in
@@ -74,17 +74,5 @@ package enum DatagramSocket {
             }
         }
         _ = try sent.get()
-    }
-
-    /// `address` as a `sockaddr_un` and its length: an abstract name's length is exact (no terminating NUL), a
-    /// path's includes its NUL.
-    private static func unixAddress(_ address: [UInt8]) -> (sockaddr_un, socklen_t) {
-        var socketAddress = sockaddr_un()
-        socketAddress.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &socketAddress.sun_path) { path in
-            path.copyBytes(from: address.prefix(path.count))
-        }
-        let pathLength = address.first == 0 ? address.count : address.count + 1
-        return (socketAddress, socklen_t(MemoryLayout<sa_family_t>.size + pathLength))
     }
 }

@@ -29,6 +29,15 @@ package enum FileDescriptorCalls {
         return opened(try retryingOnInterrupt("open") { Glibc.open(path, flags) }, by: "open")
     }
 
+    /// Opens `path` read-only, non-blocking and close-on-exec: how a FIFO is opened for listening when this process
+    /// may not write to it.
+    ///
+    /// The corresponding C call is `open(2)` with `O_RDONLY | O_NONBLOCK | O_CLOEXEC`.
+    package static func openForReadingWithoutBlocking(_ path: String) throws(SystemError) -> CInt {
+        let flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC
+        return opened(try retryingOnInterrupt("open") { Glibc.open(path, flags) }, by: "open")
+    }
+
     /// Writes `bytes` to `descriptor` in one call; answers how many were written.
     ///
     /// The corresponding C call is `write(2)`.

@@ -14,9 +14,18 @@ import Synchronization
 /// v2) when it has one, so a service in a container or a systemd slice sees its own pressure, else the system's
 /// `/proc/pressure/memory` (see ``defaultPath()``); pass another path to watch another cgroup.
 ///
+/// Where the kernel has no PSI, systemd's convention lets another service tell of memory pressure instead, through
+/// a FIFO (or character device) it writes to, or a Unix stream socket it listens on; `MEMORY_PRESSURE_WATCH` or
+/// `path` may name either, as with sd-event. The source then watches for input, which it reads and drops: each pass
+/// that finds some is one ``Event/thresholdExceeded``. A socket is connected and sent the trigger's text first. A
+/// FIFO is opened for reading and writing when the process may (so a notifier that closes it and opens it again
+/// is not a hang-up), else read-only. A regular file outside procfs and cgroupfs, a directory or a block device is
+/// refused: nothing is opened or written.
+///
 /// The trigger is armed from `init` on: a firing before the source is added, or while none of its modes runs, is
-/// reported once it runs. If the file goes away (its cgroup was removed: `EPOLLERR`), the handler gets
-/// ``Event/fileRemoved`` once and the source is invalid from then on. The descriptor is the source's: closed once
+/// reported once it runs. If the file goes away (its cgroup was removed: `EPOLLERR`), or the notifier does (its
+/// socket's end of file, a hang-up of a read-only FIFO), the handler gets ``Event/fileRemoved`` once and the source
+/// is invalid from then on. The descriptor is the source's: closed once
 /// nothing can use it (at invalidation, or right after a handler call that is under way then), which disarms the
 /// trigger.
 ///
@@ -28,7 +37,8 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     public enum Event: Sendable, Hashable {
         /// The trigger fired: stall time reached its threshold within its window.
         case thresholdExceeded
-        /// The pressure file went away (its cgroup was removed): nothing more will come; the source is invalid.
+        /// The pressure file went away (its cgroup was removed), or the notifier at the other end of a socket or
+        /// read-only FIFO did: nothing more will come; the source is invalid.
         case fileRemoved
     }
 
@@ -38,6 +48,10 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     public let path: String
 
     let handler: @Sendable (MemoryPressureSource, Event) -> Void
+    /// What the path names: a pressure file, or a notifier's pipe or socket.
+    let kind: MemoryPressureEndpoint.Kind
+    /// Where a notifier's messages are read to be dropped; made once. Loop thread only.
+    private var notificationBuffer = [UInt8](repeating: 0, count: 256)
 
     /// The pressure file a source uses when given none: the process's cgroup's `memory.pressure` (found through
     /// `/proc/self/cgroup` under the cgroup2 mount) when it exists, else `/proc/pressure/memory`. Any thread.
@@ -67,7 +81,8 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     /// - Parameters:
     ///   - trigger: When to fire (unless the service manager set one).
     ///   - path: A pressure file: `/proc/pressure/memory` or a cgroup's `memory.pressure`, or their CPU and I/O
-    ///     counterparts. Default: the service manager's, else ``defaultPath()``.
+    ///     counterparts; or a notifier's FIFO or Unix socket. Default: the service manager's, else
+    ///     ``defaultPath()``.
     ///   - order: Among descriptor-backed sources ready in the same pass, lower orders are handled first. Default 0.
     ///   - environment: Where `MEMORY_PRESSURE_WATCH` and `MEMORY_PRESSURE_WRITE` are read when `path` is `nil`;
     ///     `nil` (the default) reads the process's environment. For tests.
@@ -77,8 +92,11 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     ///   kernel refuses the trigger's window because the process lacks `CAP_SYS_RESOURCE` (then the window must
     ///   be a multiple of 2 s, see ``MemoryPressureTrigger``); `LoopError.Code.invalidArgument` when the kernel
     ///   refuses the trigger otherwise, or the service manager's `MEMORY_PRESSURE_WRITE` is not base64 of a
-    ///   trigger; `LoopError.Code.unsupported` also when the unit turned watching off (`MEMORY_PRESSURE_WATCH` is
-    ///   `/dev/null`, `MemoryPressureWatch=off`); `LoopError.Code.systemCallFailed` (`EMFILE`, `ENOMEM`, ...).
+    ///   trigger, or `MEMORY_PRESSURE_WATCH` is not an absolute path, or the path names a file of no kind the
+    ///   source can watch (a regular file outside procfs and cgroupfs, a directory, a block device);
+    ///   `LoopError.Code.unsupported` also when the unit turned watching off (`MEMORY_PRESSURE_WATCH` is
+    ///   `/dev/null`, `MemoryPressureWatch=off`); `LoopError.Code.systemCallFailed` (`EMFILE`, `ENOMEM`, no
+    ///   notifier listening on the socket: `ECONNREFUSED`, ...).
     public init(
         trigger: MemoryPressureTrigger,
         path: String? = nil,
@@ -88,90 +106,66 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     ) throws(LoopError) {
         let file: String
         var trigger = trigger
+        var requested: String?
         if let path {
             file = path
         } else if let request = try MemoryPressureWatch.request(in: environment) {
             file = request.path
-            if let text = request.trigger { trigger = try MemoryPressureTrigger(parsing: text) }
+            requested = request.trigger
         } else {
             file = try Self.defaultPath()
         }
-        let descriptor: CInt
-        do {
-            descriptor = try FileDescriptorCalls.openForReadingAndWriting(file)
-        } catch {
-            throw Self.openError(error, path: file)
-        }
-        do {
-            // With its NUL: the kernel reads the text as a C string, cutting the last byte written.
-            _ = try FileDescriptorCalls.write(descriptor, Array(trigger.description.utf8) + [0])
-        } catch {
-            FileDescriptorCalls.close(descriptor)
-            throw Self.armError(error, trigger: trigger, path: file)
-        }
+        let kind = try MemoryPressureEndpoint.kind(of: file)
+        if kind == .pressureFile, let requested { trigger = try MemoryPressureTrigger(parsing: requested) }
+        // With its NUL: the kernel reads the text as a C string, cutting the last byte written. A notifier socket
+        // gets the service manager's text as it is, or the trigger's.
+        let written = Array((kind == .notifierSocket ? requested ?? trigger.description : trigger.description).utf8)
+        let descriptor = try MemoryPressureEndpoint.open(file, as: kind, trigger: trigger, written: written + [0])
         self.trigger = trigger
         self.path = file
+        self.kind = kind
         self.handler = handler
         try super.init(
-            descriptor: descriptor, events: .priority, order: order, ownsDescriptor: true,
+            descriptor: descriptor, events: kind.events, order: order, ownsDescriptor: true,
             callout: { source, events in unsafeDowncast(source, to: MemoryPressureSource.self).report(events) })
     }
 
     /// The armed pressure file's descriptor, until invalidation closed it (for tests).
     var pressureDescriptor: CInt? { withOwnedDescriptor { $0 } }
 
-    /// What the loop saw on the pressure file: the trigger fired (`EPOLLPRI`), or the file went away (`EPOLLERR`).
-    /// Loop thread only.
+    /// What the loop saw: the trigger fired (`EPOLLPRI` on a pressure file; a notifier's message, read and dropped),
+    /// or the file or its notifier went away (`EPOLLERR`, a hang-up, end of file). Loop thread only.
     private func report(_ events: Events) {
         guard !events.contains(.invalid), isValid else { return }  // A refused change: the loop invalidated it.
-        if !events.isDisjoint(with: [.error, .hangUp]) {
-            invalidate()  // EPOLLERR stays raised: the descriptor leaves the epoll set before the handler runs.
+        let notified = kind == .pressureFile ? events.contains(.priority) : events.contains(.readable)
+        var ended = !events.isDisjoint(with: [.error, .hangUp])
+        var fired = notified && !ended
+        if notified && kind != .pressureFile { (fired, ended) = drainNotifications(endedBefore: ended) }
+        if ended {
+            invalidate()  // EPOLLERR and a hang-up stay raised: the descriptor leaves the set before the handler runs.
+            if fired { handler(self, .thresholdExceeded) }
             handler(self, .fileRemoved)
-        } else if events.contains(.priority) {
+        } else if fired {
             handler(self, .thresholdExceeded)
         }
     }
 
-    // MARK: Errors
-
-    private static func openError(_ error: SystemError, path: String) -> LoopError {
-        switch error.errno {
-        case ENOENT, ENOTDIR:
-            LoopError(
-                .unsupported, errno: error.errno,
-                message: "no pressure stall information at \(path) (Linux 4.20+ with CONFIG_PSI is needed)")
-        case EACCES, EPERM, EROFS:
-            LoopError(
-                .permissionDenied, errno: error.errno,
-                message: "\(path) cannot be opened for writing a trigger (before Linux 6.4 that needs "
-                    + "CAP_SYS_RESOURCE): \(error)")
-        default:
-            LoopError(.systemCallFailed, errno: error.errno, message: "opening \(path): \(error)")
+    /// Reads and drops what a notifier sent until none is left; answers whether anything came, and whether the
+    /// notifier went away (end of file, a failed read, or `endedBefore`). Loop thread only.
+    private func drainNotifications(endedBefore: Bool) -> (received: Bool, ended: Bool) {
+        var received = false
+        let ended = withOwnedDescriptor { descriptor -> Bool in
+            while true {
+                do throws(SystemError) {
+                    let count = try FileDescriptorCalls.read(descriptor, into: &notificationBuffer)
+                    if count == 0 { return true }
+                    received = true
+                    if count < notificationBuffer.count { return endedBefore }
+                } catch {
+                    return error.errno != EAGAIN || endedBefore
+                }
+            }
         }
-    }
-
-    private static func armError(_ error: SystemError, trigger: MemoryPressureTrigger, path: String) -> LoopError {
-        switch error.errno {
-        case EOPNOTSUPP, ENOENT, ENODEV:
-            return LoopError(
-                .unsupported, errno: error.errno,
-                message: "the kernel refused a memory-pressure trigger on \(path): PSI is disabled (psi=0) or "
-                    + "unavailable there: \(error)")
-        case EACCES, EPERM:
-            return LoopError(
-                .permissionDenied, errno: error.errno,
-                message: "arming a memory-pressure trigger on \(path) needs CAP_SYS_RESOURCE: \(error)")
-        case EINVAL where !trigger.isAllowedUnprivileged:
-            return LoopError(
-                .permissionDenied, errno: EINVAL,
-                message: "the kernel refused \"\(trigger)\" on \(path): without CAP_SYS_RESOURCE a trigger's "
-                    + "window must be a multiple of 2 s (not \(trigger.window))")
-        case EINVAL:
-            return LoopError(
-                .invalidArgument, errno: EINVAL, message: "the kernel refused the trigger \"\(trigger)\" on \(path)")
-        default:
-            return LoopError(
-                .systemCallFailed, errno: error.errno, message: "arming \"\(trigger)\" on \(path): \(error)")
-        }
+        return (received, ended ?? true)
     }
 }

@@ -2,7 +2,7 @@ import RunLoopKit
 import RunLoopKitSystem
 
 /// systemd's memory-pressure convention: a unit with `MemoryPressureWatch=` gets `MEMORY_PRESSURE_WATCH` (the
-/// pressure file to watch, `/dev/null` when watching is off) and `MEMORY_PRESSURE_WRITE` (the trigger to write to it,
+/// pressure file to watch, or a notifier's FIFO or socket; `/dev/null` when watching is off) and `MEMORY_PRESSURE_WRITE` (the trigger to write to it,
 /// base64-encoded), set from `MemoryPressureThresholdSec=`. Reads the two variables; knows nothing of loops.
 enum MemoryPressureWatch {
     /// What the service manager asked for: the file and the trigger text, or `nil` when it set nothing.
@@ -14,7 +14,8 @@ enum MemoryPressureWatch {
 
     /// The request in `environment` (`nil`: the process's), or `nil` when `MEMORY_PRESSURE_WATCH` is absent.
     /// - Throws: `LoopError.Code.unsupported` when it is empty or `/dev/null` (the unit turned watching off);
-    ///   `LoopError.Code.invalidArgument` when `MEMORY_PRESSURE_WRITE` is not base64 of text.
+    ///   `LoopError.Code.invalidArgument` when it is not an absolute path, or `MEMORY_PRESSURE_WRITE` is not base64
+    ///   of text.
     static func request(in environment: [String: String]?) throws(LoopError) -> Request? {
         func variable(_ name: String) -> String? {
             environment.map { $0[name] } ?? ProcessEnvironment.value(name)
@@ -24,6 +25,10 @@ enum MemoryPressureWatch {
             throw LoopError(
                 .unsupported,
                 message: "the service manager turned memory-pressure watching off (MEMORY_PRESSURE_WATCH=\(path))")
+        }
+        guard path.hasPrefix("/") else {
+            throw LoopError(
+                .invalidArgument, message: "MEMORY_PRESSURE_WATCH=\(path) is not an absolute path")
         }
         guard let encoded = variable("MEMORY_PRESSURE_WRITE"), !encoded.isEmpty else {
             return Request(path: path, trigger: nil)

@@ -149,9 +149,17 @@ enum FaultMatrix {
             [(EINTR, .transparent), (EAGAIN, .transparent), (EBADF, .trap), (EFAULT, .trap), (EINVAL, .trap)])
 
     /// PSI: no file or a refused trigger is `unsupported` (no PSI) or `permissionDenied` (the capability a window
-    /// needs); the opened file is closed either way.
+    /// needs); the opened file is closed either way. The path is examined first (`stat`, `statfs`: a pressure file,
+    /// or a notifier's FIFO or socket).
     static let memoryPressure: [FaultCase] =
         rows(
+            "stat", .memoryPressureCreate,
+            [
+                (EINTR, .transparent), (ENOENT, .typedError("unsupported")), (EACCES, .typedError("permissionDenied")),
+                (ENOMEM, .typedError(failed)), (EOVERFLOW, .typedError(failed)),
+            ])
+        + rows("statfs", .memoryPressureCreate, [(EINTR, .transparent), (ENOSYS, .typedError(failed))])
+        + rows(
             "open", .memoryPressureCreate,
             [
                 (EINTR, .transparent), (ENOENT, .typedError("unsupported")), (EACCES, .typedError("permissionDenied")),
