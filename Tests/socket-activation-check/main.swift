@@ -1,7 +1,8 @@
 // A socket-activated daemon on Loop.main, for SocketActivationTests, which starts it under the real
 // systemd-socket-activate. It adopts the passed descriptors, checks what sd_listen_fds promises (names, close-on-exec,
 // the variables gone from the environment), then answers one connection per listening socket through
-// FileDescriptorSources: "<name> <line>" back for each line read. Last line: "PASS <scenario>" (exit 0) or
+// FileDescriptorSources: "<name> <line>" back for each line read. Two more scenarios take what `Accept=yes` passes
+// (one connection) and what `ListenDatagram=` passes (a datagram socket). Last line: "PASS <scenario>" (exit 0) or
 // "FAIL <scenario>: <why>" (exit 1).
 import Glibc
 import RunLoopKit
@@ -61,12 +62,62 @@ func answering(_ connection: CInt, as name: String, done: @escaping @Sendable ()
     }
 }
 
+/// `connection NAME`: as under `Accept=yes`, the one passed descriptor is a connection, not a listener: answered as
+/// is, through a `FileDescriptorSource`.
+func answerConnection(expecting name: String) throws {
+    let activation = try SystemdSocketActivation.adopt()
+    guard activation.descriptors.count == 1, let passed = activation.descriptors.first, passed.name == name else {
+        fail("descriptors \(activation.descriptors), expected one named \(name)")
+    }
+    guard socketOption(passed.descriptor, SO_ACCEPTCONN) == 0 else { fail("the passed socket is a listener") }
+    try Loop.main.add(answering(passed.descriptor, as: passed.name) { Loop.main.stop() })
+    Loop.main.mainQueueKeepsRunAlive = false
+    Loop.main.run()
+    print("PASS connection \(name)")
+}
+
+/// `datagram TEXT`: the passed descriptor is a datagram socket (`ListenDatagram=`); the datagram that woke the
+/// service, read through a `FileDescriptorSource`, must be TEXT.
+func readDatagram(expecting text: String) throws {
+    let activation = try SystemdSocketActivation.adopt()
+    guard activation.descriptors.count == 1, let passed = activation.descriptors.first else {
+        fail("descriptors \(activation.descriptors), expected one")
+    }
+    guard socketOption(passed.descriptor, SO_TYPE) == CInt(SOCK_DGRAM.rawValue) else {
+        fail("the passed socket is not a datagram socket")
+    }
+    let received = Mutex("")
+    let source = try FileDescriptorSource(descriptor: passed.descriptor, events: .readable) { source, _ in
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = recv(passed.descriptor, &buffer, buffer.count, 0)
+        guard count > 0 else { fail("recv: \(count), errno \(errno)") }
+        received.withLock { $0 = String(decoding: buffer[..<count], as: UTF8.self) }
+        source.invalidate()
+    }
+    try Loop.main.add(source)
+    Loop.main.mainQueueKeepsRunAlive = false
+    Loop.main.run()  // Ends when the source is gone.
+    let datagram = received.withLock { $0 }
+    guard datagram == text else { fail("received \"\(datagram)\", expected \"\(text)\"") }
+    print("PASS datagram \(text) (name \(passed.name))")
+}
+
+/// An integer socket option of `descriptor`, or -1.
+func socketOption(_ descriptor: CInt, _ option: CInt) -> CInt {
+    var value: CInt = -1
+    var length = socklen_t(MemoryLayout<CInt>.size)
+    guard getsockopt(descriptor, SOL_SOCKET, option, &value, &length) == 0 else { return -1 }
+    return value
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
     case "serve": try serve(expecting: Array(arguments.dropFirst()))
+    case "connection" where arguments.count == 2: try answerConnection(expecting: arguments[1])
+    case "datagram" where arguments.count == 2: try readDatagram(expecting: arguments[1])
     default:
-        print("usage: socket-activation-check serve NAME...")
+        print("usage: socket-activation-check serve NAME... | connection NAME | datagram TEXT")
         exit(2)
     }
 } catch {

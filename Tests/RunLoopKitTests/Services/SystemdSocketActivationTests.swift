@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RunLoopKitSystem
 import Testing
 
 @testable import RunLoopKit
@@ -77,6 +78,53 @@ import Testing
     @Test(.enabled(if: runs, "systemd-socket-activate is not installed (Debian's systemd package; CI installs it)"))
     func severalNamedSocketsAreEachReachableByName() throws {
         try serve(names: ["web", "admin", "metrics"])
+    }
+
+    /// `Accept=yes` (`--accept`): one daemon per connection, handed the connected socket, which it answers.
+    @Test(.enabled(if: runs, "systemd-socket-activate is not installed (Debian's systemd package; CI installs it)"))
+    func aConnectionPassedAsUnderAcceptYesIsAnswered() throws {
+        let path = "/tmp/runloopkit-activation-\(getpid())-accept.sock"
+        unlink(path)
+        defer { unlink(path) }
+        let arguments = [
+            "--accept", "-l", path, "--fdname=conn", TestExecutable.path(of: "socket-activation-check"), "connection",
+            "conn",
+        ]
+        let activator = try TestExecutable.start(executable: Self.tool, arguments: arguments)
+        let answer = try Self.ask(path, "hello\n")
+        // The activator keeps listening for the next connection: wait for the daemon's verdict, then end it.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !activator.output.contains("PASS connection") && ContinuousClock.now < deadline { usleep(10_000) }
+        kill(activator.pid, SIGKILL)  // It may have inherited a blocked SIGTERM from the test thread.
+        let (_, output) = try activator.wait(timeout: .seconds(30))
+        #expect(answer == "conn hello\n")
+        #expect(output.contains("PASS connection conn"), "output:\n\(output)")
+    }
+
+    /// `ListenDatagram=` (`--datagram`): the daemon is handed the datagram socket and reads the datagram that woke
+    /// it.
+    @Test(.enabled(if: runs, "systemd-socket-activate is not installed (Debian's systemd package; CI installs it)"))
+    func aDatagramSocketIsAdoptedAndItsDatagramRead() throws {
+        let path = "/tmp/runloopkit-activation-\(getpid())-datagram.sock"
+        unlink(path)
+        defer { unlink(path) }
+        let arguments = [
+            "--datagram", "-l", path, TestExecutable.path(of: "socket-activation-check"), "datagram", "ping",
+        ]
+        let activator = try TestExecutable.start(executable: Self.tool, arguments: arguments)
+        let sender = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(sender) }
+        var (address, length) = UnixSocketAddress.make(Array(path.utf8))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            let sent = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(sender, "ping", 4, 0, $0, length) }
+            }
+            if sent == 4 || ContinuousClock.now >= deadline { break }
+            usleep(5_000)  // The socket appears once systemd-socket-activate has bound it.
+        }
+        let (status, output) = try activator.wait(timeout: .seconds(60))
+        #expect(status == 0 && output.contains("PASS datagram ping"), "exit \(status), output:\n\(output)")
     }
 
     @Test func withoutTheVariablesOrForAnotherProcessNothingIsAdopted() throws {

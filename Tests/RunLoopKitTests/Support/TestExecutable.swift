@@ -20,6 +20,11 @@ enum TestExecutable {
         let outputDescriptor: CInt
         let outputPath: String
 
+        /// What the child has written so far.
+        var output: String {
+            String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
+        }
+
         /// Waits for the child to exit; answers the exit status (128 + the signal for a child a signal ended) and
         /// the output. Throws if it is still running after `timeout` (then it is killed).
         func wait(timeout: Duration = .seconds(120)) throws -> (status: Int32, output: String) {
