@@ -1,3 +1,4 @@
+import CRunLoopShims
 import Glibc
 
 /// Unix-domain stream sockets connected to a path: how a process reaches a local service that talks back (a
