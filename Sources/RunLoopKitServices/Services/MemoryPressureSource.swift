@@ -150,12 +150,13 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
         }
     }
 
-    /// Reads and drops what a notifier sent until none is left; answers whether anything came, and whether the
-    /// notifier went away (end of file, a failed read, or `endedBefore`). Loop thread only.
+    /// Reads and drops what a notifier sent until none is left, or 64 reads' worth (16 KiB: a notifier that never
+    /// stops writing cannot hold the loop; the rest is reported again next pass); answers whether anything came, and
+    /// whether the notifier went away (end of file, a failed read, or `endedBefore`). Loop thread only.
     private func drainNotifications(endedBefore: Bool) -> (received: Bool, ended: Bool) {
         var received = false
         let ended = withOwnedDescriptor { descriptor -> Bool in
-            while true {
+            for _ in 0..<64 {
                 do throws(SystemError) {
                     let count = try FileDescriptorCalls.read(descriptor, into: &notificationBuffer)
                     if count == 0 { return true }
@@ -165,6 +166,7 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
                     return error.errno != EAGAIN || endedBefore
                 }
             }
+            return endedBefore
         }
         return (received, ended ?? true)
     }
