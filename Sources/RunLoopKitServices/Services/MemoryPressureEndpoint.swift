@@ -125,6 +125,11 @@ enum MemoryPressureEndpoint {
         switch error.errno {
         case EACCES, EPERM:
             LoopError(.permissionDenied, errno: error.errno, message: "connecting to \(path): \(error)")
+        case ENAMETOOLONG:
+            LoopError(
+                .invalidArgument, errno: ENAMETOOLONG,
+                message: "\(path) is longer than a Unix socket address holds "
+                    + "(\(UnixSocketAddress.maximumLength) bytes)")
         case ECONNREFUSED, EAGAIN:
             LoopError(
                 .systemCallFailed, errno: error.errno,

@@ -78,23 +78,52 @@ import Testing
         #expect(source.pressureDescriptor == nil)
     }
 
-    /// A socket file nobody listens on: a typed error naming the refusal, nothing left open.
-    @Test func aSocketWithNoNotifierIsATypedError() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.path("gone.socket")
-        let listener = try #require(Self.listeningSocket(at: path))
-        close(listener)  // The file stays; connections are refused.
-        let before = FaultInjection.openDescriptors
-        do throws(LoopError) {
-            let source = try MemoryPressureSource(trigger: Self.trigger, path: path) { _, _ in }
-            source.invalidate()
-            Issue.record("no error")
-        } catch {
-            #expect(error.code == .systemCallFailed && error.errno == ECONNREFUSED, "\(error)")
-            #expect(error.message.contains(path))
+    /// A socket file nobody listens on: a typed error naming the refusal, nothing left open. In a child process: the
+    /// ledger of open descriptors is process-wide, and other tests open sockets meanwhile.
+    @Test func aSocketWithNoNotifierIsATypedError() async {
+        await #expect(processExitsWith: .success) {
+            let directory = TemporaryDirectory()
+            defer { directory.remove() }
+            let path = directory.path("gone.socket")
+            guard let listener = MemoryPressureNotifierTests.listeningSocket(at: path) else { exit(1) }
+            close(listener)  // The file stays; connections are refused.
+            let refused = MemoryPressureNotifierTests.refusal(path: path)
+            guard refused.code == .systemCallFailed, refused.errno == ECONNREFUSED, refused.leftOpen.isEmpty else {
+                exit(2)
+            }
+            exit(0)
         }
-        #expect(FaultInjection.openDescriptors == before)
+    }
+
+    /// A socket whose path is too long for a Unix socket address: `invalidArgument`, nothing left open.
+    @Test func aSocketPathTooLongForAnAddressIsAnInvalidArgument() async {
+        await #expect(processExitsWith: .success) {
+            let directory = TemporaryDirectory()
+            defer { directory.remove() }
+            guard let listener = MemoryPressureNotifierTests.listeningSocket(at: directory.path("s")) else { exit(1) }
+            defer { close(listener) }
+            // The same socket file through a path longer than sun_path: a chain of "./" components.
+            let long = directory.path + String(repeating: "/.", count: 60) + "/s"
+            let refused = MemoryPressureNotifierTests.refusal(path: long)
+            guard refused.code == .invalidArgument, refused.errno == ENAMETOOLONG, refused.leftOpen.isEmpty else {
+                exit(2)
+            }
+            exit(0)
+        }
+    }
+
+    /// What making a source on `path` threw, and the descriptors the library opened meanwhile and left open.
+    private static func refusal(path: String) -> (code: LoopError.Code?, errno: CInt?, leftOpen: [CInt]) {
+        let before = FaultInjection.openDescriptors
+        var failure: LoopError?
+        do throws(LoopError) {
+            let source = try MemoryPressureSource(trigger: trigger, path: path) { _, _ in }
+            source.invalidate()
+        } catch {
+            failure = error
+        }
+        let leftOpen = FaultInjection.openDescriptors.keys.filter { before[$0] == nil }
+        return (failure?.code, failure?.errno, Array(leftOpen))
     }
 
     /// A regular file outside procfs and cgroupfs (a trigger written there would change someone's file), a
