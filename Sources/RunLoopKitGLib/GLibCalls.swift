@@ -1,4 +1,5 @@
 import CRunLoopKitGLib
+import Synchronization
 
 /// GLib calls with Swift closures, for the package's tests, demo and benchmark, which have no GLib bindings of their
 /// own (an app has its GTK or GLib binding for these). Not API: package access only.
@@ -138,20 +139,29 @@ package struct GLibSourceReference: @unchecked Sendable {
     }
 }
 
-private final class SourceClosure {
-    let handler: @Sendable () -> Bool
-    init(_ handler: @escaping @Sendable () -> Bool) { self.handler = handler }
+/// A closure handed to GLib as a callback's data, which GLib passes to the thread that iterates the context under
+/// its own locks. On Linux those are futexes, which ThreadSanitizer does not see, so the hand-over is published
+/// through an atomic as well: a release store once the closure is stored, an acquire load before it is read. The
+/// cost is one atomic each way, on paths that already take GLib's locks.
+private final class HandedOver<Handler> {
+    private let stored: Handler
+    private let published = Atomic<Bool>(false)
+
+    init(_ handler: Handler) {
+        stored = handler
+        published.store(true, ordering: .releasing)
+    }
+
+    /// The closure, read after the hand-over. Any thread.
+    var handler: Handler {
+        _ = published.load(ordering: .acquiring)
+        return stored
+    }
 }
 
-private final class ChildWatchClosure {
-    let handler: @Sendable (Int32) -> Void
-    init(_ handler: @escaping @Sendable (Int32) -> Void) { self.handler = handler }
-}
-
-private final class DescriptorClosure {
-    let handler: @Sendable (UInt32) -> Bool
-    init(_ handler: @escaping @Sendable (UInt32) -> Bool) { self.handler = handler }
-}
+private typealias SourceClosure = HandedOver<@Sendable () -> Bool>
+private typealias ChildWatchClosure = HandedOver<@Sendable (Int32) -> Void>
+private typealias DescriptorClosure = HandedOver<@Sendable (UInt32) -> Bool>
 
 private let callSource: RLKGSourceFunc = { box in
     Unmanaged<SourceClosure>.fromOpaque(box!).takeUnretainedValue().handler() ? 1 : 0
