@@ -4,9 +4,6 @@ import Glibc
 /// Unix-domain datagram sockets, for the systemd notify protocol: a socket made, one datagram sent to a named
 /// address (with descriptors attached, for the fd store), closed. The only socket calls the library makes.
 package enum DatagramSocket {
-    /// The longest address `sockaddr_un` holds, without the terminating NUL of a path name.
-    package static let maximumAddressLength = UnixSocketAddress.maximumLength
-
     /// The most descriptors one datagram may carry (the kernel's `SCM_MAX_FD`).
     package static let maximumPassedDescriptors = 253
 
@@ -19,7 +16,7 @@ package enum DatagramSocket {
     }
 
     /// Sends `message` as one datagram from `descriptor` to `address`: a path, or an abstract name whose bytes
-    /// start with NUL. `address` holds at most ``maximumAddressLength`` bytes (checked by the caller).
+    /// start with NUL. `address` holds at most ``UnixSocketAddress/maximumLength`` bytes (checked by the caller).
     ///
     /// The corresponding C call is `sendto(2)` with `MSG_NOSIGNAL`.
     package static func send(_ message: [UInt8], from descriptor: CInt, to address: [UInt8]) throws(SystemError) {

@@ -29,9 +29,12 @@ enum MemoryPressureEndpoint {
     ///   a file that is none of the three kinds; `LoopError.Code.permissionDenied` or
     ///   `LoopError.Code.systemCallFailed` when the path cannot be examined.
     static func kind(of path: String) throws(LoopError) -> Kind {
-        let status: PathStatus
+        let kind: PathStatus.Kind
+        let fileSystemType: Int
         do {
-            status = try PathStatus(of: path)
+            kind = try PathStatus.kind(of: path)
+            // Only a regular file's file system matters: it must be the kernel's.
+            fileSystemType = kind == .regular ? try PathStatus.fileSystemType(of: path) : 0
         } catch {
             switch error.errno {
             case ENOENT, ENOTDIR: throw openError(error, path: path)
@@ -40,12 +43,9 @@ enum MemoryPressureEndpoint {
             default: throw LoopError(.systemCallFailed, errno: error.errno, message: "examining \(path): \(error)")
             }
         }
-        switch status.kind {
+        switch kind {
         case .regular:
-            guard
-                status.fileSystemType == PathStatus.procFileSystem
-                    || status.fileSystemType == PathStatus.cgroup2FileSystem
-            else {
+            guard fileSystemType == PathStatus.procFileSystem || fileSystemType == PathStatus.cgroup2FileSystem else {
                 throw LoopError(
                     .invalidArgument,
                     message: "\(path) is a regular file on neither procfs nor cgroupfs, so not a pressure file; "
@@ -56,8 +56,8 @@ enum MemoryPressureEndpoint {
         case .socket: return .notifierSocket
         case .directory, .blockDevice, .other:
             throw LoopError(
-                .invalidArgument, errno: status.kind == .directory ? EISDIR : EINVAL,
-                message: "\(path) is \(status.kind == .directory ? "a directory" : "no file to watch"): a pressure "
+                .invalidArgument, errno: kind == .directory ? EISDIR : EINVAL,
+                message: "\(path) is \(kind == .directory ? "a directory" : "no file to watch"): a pressure "
                     + "file, a FIFO, a character device or a Unix socket is needed")
         }
     }

@@ -120,11 +120,11 @@ public struct SystemdNotifier: Sendable {
                 .invalidArgument,
                 message: "NOTIFY_SOCKET \"\(address)\" names neither a path nor an abstract socket (@name)")
         }
-        guard bytes.count <= DatagramSocket.maximumAddressLength else {
+        guard bytes.count <= UnixSocketAddress.maximumLength else {
             throw LoopError(
                 .invalidArgument,
                 message: "NOTIFY_SOCKET \"\(address)\" is longer than a Unix socket address "
-                    + "(\(DatagramSocket.maximumAddressLength) bytes)")
+                    + "(\(UnixSocketAddress.maximumLength) bytes)")
         }
         return bytes
     }

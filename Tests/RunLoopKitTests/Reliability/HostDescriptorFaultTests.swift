@@ -35,28 +35,23 @@ import Testing
     @Test func aRebuildWhoseReAddToTheHostSetFailsKeepsTheHostHearing() async {
         await #expect(processExitsWith: .success) {
             TestThread {
-                let loop = Loop.current
-                let number = loop.pollDescriptor
-                let performs = Counter()
-                let signalled = LoopSource { _ in performs.increment() }
-                try! loop.add(signalled)
-                while loop.runPass() {}
-                startDispatchManager()
+                let hosted = HostedLoop()
+                let loop = hosted.loop
                 let before = openDescriptorCount()
                 let reAdd = FaultInjection.Fault("epoll_ctl(EPOLL_CTL_ADD)", ENOMEM, on: loop.poller.epoll)
                 let (first, counts) = FaultInjection.with([reAdd]) { HostedRebuildTests.rebuild(loop) }
                 guard counts == [1], loop.descriptorTable.staleEntriesDropped == 1 else { exit(1) }
                 let spare = loop.poller.withRegistrations { $0.hostEntry } ?? -1
                 guard spare >= 0, spare != loop.poller.epoll else { exit(2) }  // Kept, as the host set's key.
-                guard Self.hears(loop, number, signalled, performs, expected: 1) else { exit(3) }
+                guard hosted.hears(performs: 1) else { exit(3) }
                 let second = HostedRebuildTests.rebuild(loop)
                 guard loop.descriptorTable.staleEntriesDropped == 2 else { exit(4) }
                 guard loop.poller.withRegistrations({ $0.hostEntry }) == loop.poller.epoll else { exit(5) }
-                guard Self.hears(loop, number, signalled, performs, expected: 2) else { exit(6) }
+                guard hosted.hears(performs: 2) else { exit(6) }
                 first.cleanUp()
                 second.cleanUp()
                 guard openDescriptorCount() == before else { exit(7) }  // The spare was closed.
-                signalled.invalidate()
+                hosted.signalled.invalidate()
             }.join()
             exit(0)
         }
@@ -85,18 +80,14 @@ import Testing
     }
 
     /// In a child process: gives the calling thread's hosted loop a stale entry, lets every rebuild fail with
-    /// `fault(loop)` for a few passes (the first try when the source's change is refused, then one per report), checks that the old set stayed in the host's set and nothing leaked, then lets
-    /// the next rebuild succeed and checks the host hears the loop and is not woken while it idles. Exits with a code
-    /// naming the first check that failed.
+    /// `fault(loop)` for a few passes (the first try when the source's change is refused, then one per report),
+    /// checks that the old set stayed in the host's set and nothing leaked, then lets the next rebuild succeed and
+    /// checks the host hears the loop and is not woken while it idles. Exits with a code naming the first check
+    /// that failed.
     private static func failRebuildsThenRecover(_ fault: @escaping @Sendable (Loop) -> FaultInjection.Fault) {
         TestThread {
-            let loop = Loop.current
-            let number = loop.pollDescriptor
-            let performs = Counter()
-            let signalled = LoopSource { _ in performs.increment() }
-            try! loop.add(signalled)
-            while loop.runPass() {}
-            startDispatchManager()
+            let hosted = HostedLoop()
+            let loop = hosted.loop
             let before = openDescriptorCount()
             let stale = HostedRebuildTests.makeStaleEntry(loop)
             let withStaleEntry = openDescriptorCount()
@@ -114,30 +105,45 @@ import Testing
             while loop.descriptorTable.staleEntriesDropped == 0 && ContinuousClock.now < deadline { loop.runPass() }
             guard loop.descriptorTable.staleEntriesDropped == 1 else { exit(5) }
             guard !stale.source.isValid, stale.source.failure?.message.contains("replaced") == true else { exit(6) }
-            guard loop.pollDescriptor == number, Self.hears(loop, number, signalled, performs, expected: 1) else {
-                exit(7)
-            }
-            var idle = pollfd(fd: number, events: Int16(POLLIN), revents: 0)
+            guard loop.pollDescriptor == hosted.number, hosted.hears(performs: 1) else { exit(7) }
+            var idle = pollfd(fd: hosted.number, events: Int16(POLLIN), revents: 0)
             guard poll(&idle, 1, 100) == 0 else { exit(8) }  // The stale entry went with the old set.
             stale.cleanUp()
             guard openDescriptorCount() == before else { exit(9) }
-            signalled.invalidate()
+            hosted.signalled.invalidate()
         }.join()
         exit(0)
     }
 
-    /// Whether `number` (polled as a host does) becomes readable after `source` is signalled, and the loop then
-    /// performs it (`performs` reaching `expected`).
-    private static func hears(
-        _ loop: Loop, _ number: CInt, _ source: LoopSource, _ performs: Counter, expected: Int
-    ) -> Bool {
-        while loop.runPass() {}
-        source.signal()
-        var entry = pollfd(fd: number, events: Int16(POLLIN), revents: 0)
-        guard poll(&entry, 1, 5_000) == 1 else { return false }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while performs.current < expected && ContinuousClock.now < deadline { loop.runPass() }
-        return performs.current == expected
+    /// The calling thread's loop, hosted (its ``Loop/pollDescriptor`` made), with a source whose performs are
+    /// counted; passes run until idle and Dispatch's manager started, so the descriptor counts taken next are steady.
+    private struct HostedLoop {
+        let loop: Loop
+        let number: CInt
+        let performs: Counter
+        let signalled: LoopSource
+
+        init() {
+            let loop = Loop.current
+            let performs = Counter()
+            let signalled = LoopSource { _ in performs.increment() }
+            try! loop.add(signalled)
+            (self.loop, self.number, self.performs, self.signalled) = (loop, loop.pollDescriptor, performs, signalled)
+            while loop.runPass() {}
+            startDispatchManager()
+        }
+
+        /// Whether ``number`` (polled as a host does) becomes readable after ``signalled`` is signalled, and the
+        /// loop then performs it (``performs`` reaching `expected`).
+        func hears(performs expected: Int) -> Bool {
+            while loop.runPass() {}
+            signalled.signal()
+            var entry = pollfd(fd: number, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 5_000) == 1 else { return false }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while performs.current < expected && ContinuousClock.now < deadline { loop.runPass() }
+            return performs.current == expected
+        }
     }
 
     /// The public getter cannot throw: it traps, naming the reason, as `Loop.current` does.

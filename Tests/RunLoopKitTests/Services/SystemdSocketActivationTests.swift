@@ -42,14 +42,10 @@ import Testing
         let deadline = ContinuousClock.now + .seconds(10)
         let connection = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(connection) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        var (address, length) = UnixSocketAddress.make(Array(path.utf8))
         while true {
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(connection, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(connection, $0, length) }
             }
             if connected == 0 { break }
             guard ContinuousClock.now < deadline else {
