@@ -40,6 +40,7 @@ enum FaultScenarios {
     // MARK: Shared checks
 
     /// Runs `body` with the case's fault installed; notes a problem unless the fault was hit as scripted.
+    @discardableResult
     fileprivate static func injecting<T>(_ fault: FaultCase, _ problems: inout [String], _ body: () -> T) -> T {
         let (result, counts) = FaultInjection.with([fault.fault], body)
         if counts.first != fault.times { problems.append("fault hit \(counts.first ?? 0)×, scripted \(fault.times)×") }
