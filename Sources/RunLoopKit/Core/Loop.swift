@@ -219,7 +219,24 @@ public final class Loop: @unchecked Sendable {
                 : "RunLoopKit: Loop.\(call) must be called on the loop's own thread (loop of "
                     + "\(ThreadIdentity.describe(identity.threadID)), called from "
                     + "\(ThreadIdentity.describe(ThreadIdentity.currentThreadID())))"
+                    + offMainThreadHint
         )
+    }
+
+    /// For `Loop.main` called off the main thread: the usual cause (an async main, which Swift runs on a Dispatch
+    /// worker) and its fixes. Empty for other loops.
+    private var offMainThreadHint: String {
+        guard isMain else { return "" }
+        let inTask = withUnsafeCurrentTask { $0 != nil }
+        return
+            "; Loop.main belongs to the process's main thread"
+            + (inTask
+                ? ", and this call runs in a Swift task off it. A top-level `await` in main.swift (or an async "
+                    + "`main()`) makes Swift run the program's main as a task on a Dispatch thread, not the main "
+                    + "thread: link the RunLoopKitAsyncMain product, which has Loop.main serve the async main on the "
+                    + "main thread with no run() call, or keep main.swift synchronous, start `Task { @MainActor in "
+                    + "... }` and call Loop.main.run() at its end"
+                : ": call it from the main thread, or post the work with Loop.main.perform { ... }")
     }
 
     func setRunningMode(_ mode: Mode?) {

@@ -35,6 +35,30 @@ import Testing
         #expect(Self.stderrText(result).contains(run.trapMessage))
     }
 
+    /// `Loop.main` run from a Swift task off the main thread (what a top-level `await` in main.swift does to the
+    /// program's main) traps naming that cause and both fixes.
+    @Test func runningTheMainLoopFromATaskOffTheMainThreadNamesTheAsyncMainCause() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            await Task.detached { Loop.main.run() }.value
+        }
+        let text = Self.stderrText(result)
+        #expect(text.contains("Loop.run() must be called on the loop's own thread"))
+        #expect(text.contains("top-level `await` in main.swift"))
+        #expect(text.contains("RunLoopKitAsyncMain"))
+        #expect(text.contains("Loop.main.run() at its end"))
+    }
+
+    /// `Loop.main` run from a plain thread that is not the main thread says so and how to reach the main loop.
+    @Test func runningTheMainLoopFromAnotherThreadSaysWhoseThreadItIs() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let thread = TestThread { Loop.main.run() }
+            thread.join()
+        }
+        let text = Self.stderrText(result)
+        #expect(text.contains("Loop.main belongs to the process's main thread: call it from the main thread"))
+        #expect(!text.contains("RunLoopKitAsyncMain"))
+    }
+
     /// A host pass in `.common` would run nothing and leave the host waiting for good: it traps, saying why.
     @Test func aHostPassInTheCommonModesTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
