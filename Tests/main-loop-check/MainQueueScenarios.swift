@@ -274,7 +274,7 @@ func mainActorHandlersScenario() {
     // scheduled later, can come due after a timer made this early).
     let timer = try! view.makeTimer(at: .now + .milliseconds(5), repeating: .milliseconds(5)) { timer in
         if !isolatedHandlerCalls.contains("timer") { isolatedHandlerCalls.append("timer") }
-        if isolatedHandlerCalls.count >= 6 {
+        if isolatedHandlerCalls.count >= 9 {
             timer.invalidate()
             Loop.main.stop()
         }
@@ -296,6 +296,10 @@ func mainActorHandlersScenario() {
     try! loop.add(descriptor)
     try! loop.add(observer)
     try! view.schedule(at: .now + .milliseconds(1)) { isolatedHandlerCalls.append("callback") }
+    // The `after:` and `perform` forms, with the same arguments as the plain ones.
+    try! view.schedule(after: .milliseconds(1)) { isolatedHandlerCalls.append("callback after") }
+    try! loop.add(try! view.makeTimer(after: .milliseconds(1)) { _ in isolatedHandlerCalls.append("timer after") })
+    view.perform { isolatedHandlerCalls.append("block") }
     source.signal()
     sourceWithItem.signal()
     var byte: UInt8 = 1
@@ -304,7 +308,10 @@ func mainActorHandlersScenario() {
     let result = loop.run(in: .default, for: .seconds(30))
     check(result == .stopped, "run answered \(result)")
     let calls = isolatedHandlerCalls
-    let expected: Set = ["source", "source(item)", "descriptor", "observer", "callback", "timer"]
+    let expected: Set = [
+        "source", "source(item)", "descriptor", "observer", "callback", "timer", "callback after", "timer after",
+        "block",
+    ]
     check(Set(calls) == expected, "calls \(calls)")
     source.invalidate()
     close(pipe[0])

@@ -94,7 +94,7 @@ extension Loop {
     }
 
     /// "the loop of thread 1234 "db"" — the thread's name while it is alive.
-    var loopDescriptionForTraps: String {
+    package var loopDescriptionForTraps: String {
         "the loop of \(ThreadIdentity.describe(identity.threadID))"
     }
 }

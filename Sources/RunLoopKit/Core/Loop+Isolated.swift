@@ -24,7 +24,8 @@ extension Loop {
     ///
     /// Threading: not `Sendable`; use it on the loop's thread, in the isolation it was made in.
     public struct Isolated {
-        let loop: Loop
+        /// The loop the view is of.
+        package let loop: Loop
 
         /// Makes a custom source whose handlers (see ``LoopSource/init(order:schedule:cancel:perform:)``) run on the
         /// loop's thread in the caller's isolation.
@@ -56,6 +57,20 @@ extension Loop {
                 try LoopTimer(
                     at: fireTime, repeating: interval, tolerance: tolerance, order: order,
                     handler: unsafeBitCast(handler, to: (@Sendable (LoopTimer) -> Void).self)))
+        }
+
+        /// Makes a timer that first fires `delay` from now (see
+        /// ``LoopTimer/init(after:repeating:tolerance:order:handler:)``), whose handler runs on the loop's thread in
+        /// the caller's isolation.
+        /// - Throws: What ``LoopTimer/init(at:repeating:tolerance:order:handler:)`` throws.
+        public func makeTimer(
+            after delay: Duration,
+            repeating interval: Duration? = nil,
+            tolerance: Duration? = nil,
+            order: Int = 0,
+            handler: @escaping (LoopTimer) -> Void
+        ) throws(LoopError) -> LoopTimer {
+            try makeTimer(at: .now + delay, repeating: interval, tolerance: tolerance, order: order, handler: handler)
         }
 
         /// Makes a descriptor source (see ``FileDescriptorSource/init(descriptor:events:order:handler:)``) whose
@@ -102,8 +117,38 @@ extension Loop {
                 at: fireTime, tolerance: tolerance, in: mode, unsafeBitCast(callback, to: (@Sendable () -> Void).self))
         }
 
-        /// Binds `item` to the loop for good: its handler belongs to the loop's thread.
-        private func pinned<Item: LoopItem>(_ item: Item) -> Item {
+        /// Schedules a one-shot callback `delay` from now (see ``Loop/schedule(after:tolerance:in:_:)``) that runs
+        /// on the loop's thread in the caller's isolation.
+        /// - Throws: What ``Loop/schedule(at:tolerance:in:_:)`` throws.
+        @discardableResult
+        public func schedule(
+            after delay: Duration,
+            tolerance: Duration? = nil,
+            in mode: Loop.Mode = .default,
+            _ callback: @escaping () -> Void
+        ) throws(LoopError) -> ScheduledCallback {
+            try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback)
+        }
+
+        /// Queues `block` to run once on the loop's thread, in the caller's isolation, at the next block point of a
+        /// pass in `mode` (see ``Loop/perform(in:_:)-(Mode,_)``).
+        /// - Returns: `false` if the loop is ``Loop/isTerminated``, so the block will never run.
+        @discardableResult
+        public func perform(in mode: Loop.Mode = .default, _ block: @escaping () -> Void) -> Bool {
+            loop.perform(in: mode, unsafeBitCast(block, to: (@Sendable () -> Void).self))
+        }
+
+        /// Queues `block` to run once on the loop's thread, in the caller's isolation, at the next block point of a
+        /// pass in any of `modes` (see ``Loop/perform(in:_:)-([Mode],_)``).
+        /// - Returns: `false` if `modes` is empty or the loop is ``Loop/isTerminated``, so the block will never run.
+        @discardableResult
+        public func perform(in modes: [Loop.Mode], _ block: @escaping () -> Void) -> Bool {
+            loop.perform(in: modes, unsafeBitCast(block, to: (@Sendable () -> Void).self))
+        }
+
+        /// Binds `item` to the loop for good: its handler belongs to the loop's thread. For the views the other
+        /// products add (their sources' `make…` methods).
+        package func pinned<Item: LoopItem>(_ item: Item) -> Item {
             item.isPinned = true
             _ = item.bind(to: loop)  // A new item, and the view's loop is alive: it binds.
             return item

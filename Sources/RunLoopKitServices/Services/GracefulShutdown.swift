@@ -16,7 +16,8 @@ import Synchronization
 ///    with a deadline, while the loop keeps running, so work they send back to the loop still runs.
 /// 5. The loop's run is stopped (`Loop.stop()`): `run()` returns, and ``exitStatus`` says how it went.
 ///
-/// Threading: every member is safe from any thread; the exit handlers run on the loop's thread.
+/// Threading: every member is safe from any thread; the exit handlers run on the loop's thread, in a callout of the
+/// loop (isolated to the caller's actor when added through `Loop.Isolated.onExit(of:order:_:)`).
 public final class GracefulShutdown: Sendable {
     /// The exit status when every `LoopThread` stopped before the deadline.
     public static let cleanExitStatus: CInt = 0
@@ -83,6 +84,13 @@ public final class GracefulShutdown: Sendable {
     }
 
     /// Adds an exit handler: it runs on the loop's thread when the shutdown begins, lowest `order` first. Any thread.
+    ///
+    /// The handler is called in a callout of ``loop`` (from the signal source's handler, or from a block that
+    /// ``begin()`` queued), on that loop's thread and in no actor's isolation: it is `@Sendable`, so it cannot touch
+    /// main-actor state without `MainActor.assumeIsolated`. For a handler isolated where it is added (main-actor code
+    /// on `Loop.main`, an actor whose executor is the loop), add it through the loop's isolated view instead:
+    /// `Loop.main.assumeIsolated().onExit(of: shutdown) { server.close() }` (see
+    /// `Loop.Isolated.onExit(of:order:_:)`).
     ///
     /// - Returns: `true` when the handler was added and will run; `false` when the shutdown's exit handlers have
     ///   started already: the handler is dropped and never runs (run what it would do yourself).
