@@ -12,13 +12,18 @@ private func busyWait(_ duration: Duration) {
 @Suite struct LoopDelayMonitorTests {
     // MARK: The monitor on a loop
 
-    @Test func aHandlerThatBlocksShowsUpAsADelayOfAtLeastItsLengthLessTheResolution() throws {
+    /// With the default probe, the block finds the probe resting on an idle loop: the wake-up that brings the block
+    /// sets it going, and it measures the block all the same.
+    @Test(arguments: [false, true])
+    func aHandlerThatBlocksShowsUpAsADelayOfAtLeastItsLengthLessTheResolution(wakesIdleLoop: Bool) throws {
         let watched = try LoopThread(name: "delay-block")
         defer { watched.stop() }
-        let monitor = try LoopDelayMonitor(loop: watched.loop, resolution: .milliseconds(5))
+        let monitor = try LoopDelayMonitor(
+            loop: watched.loop, resolution: .milliseconds(5), wakesIdleLoop: wakesIdleLoop)
         defer { monitor.stop() }
         #expect(monitor.isRunning)
-        #expect(waitUntil { monitor.distribution.count >= 3 })
+        #expect(monitor.wakesIdleLoop == wakesIdleLoop)
+        #expect(waitUntil { monitor.distribution.count >= (wakesIdleLoop ? 3 : 1) })
         // The probe comes due within 5 ms of the block's start and runs when it ends: at least 55 ms late.
         try watched.performAndWait { busyWait(.milliseconds(60)) }
         #expect(waitUntil { monitor.distribution.maximum >= .milliseconds(55) })
@@ -33,10 +38,34 @@ private func busyWait(_ duration: Duration) {
         #expect(distribution.description.hasPrefix("\(distribution.count) delays: min "))
     }
 
+    /// An idle loop sleeps under the default monitor (the probe rests after one firing) and is woken every
+    /// resolution under `wakesIdleLoop` (Node's behaviour). Over 200 ms with a 2 ms probe: about 100 passes against
+    /// one or two; the bounds leave room for a slow machine.
+    @Test func anIdleLoopIsWokenByTheProbeOnlyWhenAskedTo() throws {
+        for wakesIdleLoop in [false, true] {
+            let watched = try LoopThread(name: "delay-idle")
+            defer { watched.stop() }
+            let monitor = try LoopDelayMonitor(
+                loop: watched.loop, resolution: .milliseconds(2), wakesIdleLoop: wakesIdleLoop)
+            defer { monitor.stop() }
+            #expect(waitUntil { monitor.distribution.count >= 1 })
+            let before = try watched.performAndWait { watched.loop.metrics.passes }
+            let start = Loop.Instant.now
+            while Loop.Instant.now - start < .milliseconds(200) { usleep(10_000) }  // The time being measured.
+            let passes = try watched.performAndWait { watched.loop.metrics.passes } - before
+            TestFigures.report("idle loop, 2 ms probe, wakesIdleLoop \(wakesIdleLoop): \(passes) passes in 200 ms")
+            if wakesIdleLoop {
+                #expect(passes >= 20, "\(passes) passes in 200 ms")
+            } else {
+                #expect(passes <= 6, "\(passes) passes in 200 ms")
+            }
+        }
+    }
+
     @Test func resetForgetsTheDelaysAndTheProbeGoesOn() throws {
         let watched = try LoopThread(name: "delay-reset")
         defer { watched.stop() }
-        let monitor = try LoopDelayMonitor(loop: watched.loop, resolution: .milliseconds(2))
+        let monitor = try LoopDelayMonitor(loop: watched.loop, resolution: .milliseconds(2), wakesIdleLoop: true)
         #expect(waitUntil { monitor.distribution.count >= 2 })
         monitor.reset()
         let empty = monitor.distribution
