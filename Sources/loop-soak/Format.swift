@@ -37,6 +37,11 @@ enum Format {
         decimal(Double(bytes) / 1_048_576, decimals) + " MiB"
     }
 
+    /// A change in bytes, in KiB with its sign and grouped digits: `+12 KiB`, `-3 KiB`.
+    static func kibibytes(_ bytes: Int) -> String {
+        (bytes >= 0 ? "+" : "-") + count(abs(bytes) / 1024) + " KiB"
+    }
+
     /// A growth rate in bytes per hour, as MiB per hour with two decimals and its sign: `+0.25 MiB/h`.
     static func mebibytesPerHour(_ bytesPerHour: Double) -> String {
         (bytesPerHour >= 0 ? "+" : "") + decimal(bytesPerHour / 1_048_576, 2) + " MiB/h"

@@ -70,6 +70,25 @@ enum HeapFigures {
         return current - fast - rest + mapped
     }
 
+    /// Writes the whole report ``inUseBytes()`` last read (every arena's bins, sizes and totals) to `path`, for a
+    /// look at which arena holds what (`--heap-reports`); answers whether it was written. Main thread only.
+    @discardableResult
+    static func writeLastReport(to path: String) -> Bool {
+        guard let buffer = report.buffer, let stream = report.stream else { return false }
+        let length = ftell(stream)
+        guard length > 0 else { return false }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var written = 0
+        while written < length {
+            let count = write(descriptor, buffer + written, length - written)
+            guard count > 0 else { return false }
+            written += count
+        }
+        return true
+    }
+
     private static let heapEnd = Array("</heap>".utf8)
     private static let systemCurrent = Array("<system type=\"current\" ".utf8)
     private static let totalFast = Array("<total type=\"fast\" count=\"".utf8)

@@ -1,6 +1,7 @@
 import Glibc
 
-/// The command line: `loop-soak [--seconds N] [--load K] [--warmup S] [--seed N] [--only KIND,...] [--samples FILE]`.
+/// The command line: `loop-soak [--seconds N] [--load K] [--warmup S] [--seed N] [--only KIND,...] [--samples FILE]
+/// [--heap-reports DIR]`.
 struct Options {
     /// How long the traffic runs, warm-up included.
     var seconds = 30
@@ -12,6 +13,9 @@ struct Options {
     var seed: UInt64 = 0x50A6
     /// Where each memory sample is written as it is taken (`second resident-bytes heap-bytes`), when given.
     var samplesPath: String?
+    /// Where malloc's whole report (`malloc_info`'s XML, every arena) is written once a minute, as
+    /// `DIR/heap-SECOND.xml`, when given.
+    var heapReportsPath: String?
     /// The kinds of traffic to run (``Options/kinds``); every kind when `nil`.
     var only: Set<String>?
 
@@ -27,6 +31,7 @@ struct Options {
 
     static let usage = """
         usage: loop-soak [--seconds N] [--load K] [--warmup S] [--seed N] [--only KIND,...] [--samples FILE]
+                       [--heap-reports DIR]
           Runs every kind of RunLoopKit item, cross-thread traffic and LoopThread churn for N seconds under
           K busy threads, then checks exactly-once delivery, descriptor, thread and memory growth.
           --seconds N   how long the traffic runs, warm-up included (default 30, at least 10)
@@ -37,6 +42,7 @@ struct Options {
           --only KINDS  runs only these kinds of traffic, comma-separated, to tell which one grows: blocks,
                         sources, descriptors, timers, callbacks, threads, async, helpers, signals, children
           --samples FILE  writes every memory sample, once a second: second, RSS bytes, malloc's bytes in use
+          --heap-reports DIR  writes malloc_info's report (every arena) once a minute to DIR/heap-SECOND.xml
         Exit status: 0 every check passed, 1 a check failed, 2 bad arguments.
         """
 
@@ -86,6 +92,11 @@ struct Options {
                     throw UsageError("--samples needs a file name\n\(Self.usage)")
                 }
                 samplesPath = path
+            case "--heap-reports":
+                guard let path = remaining.popFirst(), !path.isEmpty else {
+                    throw UsageError("--heap-reports needs a directory\n\(Self.usage)")
+                }
+                heapReportsPath = path
             case "-h", "--help":
                 throw UsageError(Self.usage)
             default:

@@ -11,6 +11,8 @@ enum Report {
         let atStart: ResourceSnapshot
         let afterWarmup: ResourceSnapshot
         let atEnd: ResourceSnapshot
+        /// malloc's bytes in use with every driver parked and every delivery arrived, after the warm-up and at the end.
+        let heapAtRest: (afterWarmup: Int, atEnd: Int)
         let afterTeardown: ResourceSnapshot
         let rssAtStart: Int
         let memory: MemorySampler
@@ -130,6 +132,11 @@ enum Report {
                 + "\(Format.mebibytesPerHour(memory.heapSlopePerHour)); RSS after malloc_trim(0) at the end "
                 + "\(Format.mebibytes(figures.rssTrimmed)) (the free memory malloc kept: "
                 + "\(Format.mebibytes(memory.final - figures.rssTrimmed)))")
+        print(
+            "  at rest:     malloc in use with every driver parked and every delivery arrived: "
+                + "\(Format.mebibytes(figures.heapAtRest.afterWarmup, 3)) after the warm-up, "
+                + "\(Format.mebibytes(figures.heapAtRest.atEnd, 3)) at the end ("
+                + "\(Format.kibibytes(figures.heapAtRest.atEnd - figures.heapAtRest.afterWarmup)))")
         print()
 
         let violations = Violations.shared

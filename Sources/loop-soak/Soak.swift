@@ -13,6 +13,7 @@ struct Soak {
         let rssTrimmed: Int
         let afterWarmup: ResourceSnapshot
         let atEnd: ResourceSnapshot
+        let heapAtRest: (afterWarmup: Int, atEnd: Int)
         let memory: MemorySampler
         let hubs: [Report.HubFigures]
         let loadMegaSpins: Int
@@ -36,7 +37,8 @@ struct Soak {
             Report.Figures(
                 options: options, elapsed: measured.elapsed, rssTrimmed: measured.rssTrimmed, atStart: atStart,
                 afterWarmup: measured.afterWarmup,
-                atEnd: measured.atEnd, afterTeardown: afterTeardown, rssAtStart: rssAtStart, memory: measured.memory,
+                atEnd: measured.atEnd, heapAtRest: measured.heapAtRest, afterTeardown: afterTeardown,
+                rssAtStart: rssAtStart, memory: measured.memory,
                 hubs: measured.hubs, loadMegaSpins: measured.loadMegaSpins))
     }
 
@@ -81,7 +83,7 @@ struct Soak {
         // pause for that baseline does not count as traffic time: the seconds after it start when it ends.
         let begin = Loop.Instant.now
         var origin = begin
-        var memory = MemorySampler(warmupSeconds: options.warmupSeconds)
+        var memory = MemorySampler(warmupSeconds: options.warmupSeconds, seconds: options.seconds)
         let samplesFile = options.samplesPath.flatMap { fopen($0, "w") }
         if options.samplesPath != nil && samplesFile == nil {
             StandardError.print("loop-soak: cannot write the samples to \(options.samplesPath!)")
@@ -91,12 +93,13 @@ struct Soak {
             fputs("# second resident-bytes malloc-in-use-bytes (warm-up \(options.warmupSeconds) s)\n", samplesFile)
         }
         var afterWarmup = ResourceSnapshot(descriptors: -1, threads: -1, dispatchThreads: 0)
+        var heapAtRestAfterWarmup = 0
         let progressEvery = max(5, options.seconds / 20)
         for second in 1...options.seconds {
             Waiting.sleep(until: origin + .seconds(second))
             if second == options.warmupSeconds {
                 let pauseStart = Loop.Instant.now
-                afterWarmup = quiescentSnapshot(control, hubs, "after the warm-up")
+                (afterWarmup, heapAtRestAfterWarmup) = quiescentSnapshot(control, hubs, "after the warm-up")
                 control.resume()
                 origin = origin + (Loop.Instant.now - pauseStart)
             }
@@ -104,6 +107,9 @@ struct Soak {
             if let samplesFile {
                 fputs("\(sample.second) \(sample.resident) \(sample.heap)\n", samplesFile)
                 fflush(samplesFile)
+            }
+            if let directory = options.heapReportsPath, second % 60 == 0 || second == options.seconds {
+                HeapFigures.writeLastReport(to: "\(directory)/heap-\(second).xml")
             }
             if second % progressEvery == 0 || second == options.seconds {
                 Report.progress(second: second, rss: sample.resident, heap: sample.heap)
@@ -113,7 +119,9 @@ struct Soak {
 
         // The end: every driver parked, every delivery arrived, then the same counts as after the warm-up. Something
         // may still be letting go of a descriptor or thread it was done with: wait for that, with a limit.
-        var atEnd = quiescentSnapshot(control, hubs, "at the end")
+        let atRest = quiescentSnapshot(control, hubs, "at the end")
+        var atEnd = atRest.snapshot
+        let heapAtRestAtEnd = atRest.heapInUse
         if !atEnd.matches(afterWarmup) {
             Waiting.until(Waiting.deadline(in: Limits.release), every: .milliseconds(10)) {
                 atEnd = ResourceSnapshot.now()
@@ -129,13 +137,18 @@ struct Soak {
         for workload in workloads { workload.tearDown() }
         for hub in hubs { hub.stop() }
         return Measured(
-            elapsed: elapsed, rssTrimmed: rssTrimmed, afterWarmup: afterWarmup, atEnd: atEnd, memory: memory,
+            elapsed: elapsed, rssTrimmed: rssTrimmed, afterWarmup: afterWarmup, atEnd: atEnd,
+            heapAtRest: (heapAtRestAfterWarmup, heapAtRestAtEnd), memory: memory,
             hubs: hubs.map(Report.HubFigures.init), loadMegaSpins: load.megaSpins)
     }
 
     /// Parks every driver at its checkpoint, waits until every delivery expected so far arrived, lets each hub go
-    /// round twice (changes from other threads applied, released items freed), and counts descriptors and threads.
-    private func quiescentSnapshot(_ control: RunControl, _ hubs: [Hub], _ moment: String) -> ResourceSnapshot {
+    /// round twice (changes from other threads applied, released items freed), and counts descriptors and threads;
+    /// answers them with malloc's bytes in use at that point, where no delivery is on its way (with glibc's
+    /// per-thread cache off, the live heap without the traffic in flight that makes the samples swing).
+    private func quiescentSnapshot(
+        _ control: RunControl, _ hubs: [Hub], _ moment: String
+    ) -> (snapshot: ResourceSnapshot, heapInUse: Int) {
         let missing = control.pause(deadline: Waiting.deadline(in: Limits.round))
         if !missing.isEmpty {
             Violations.shared.record(
@@ -151,6 +164,6 @@ struct Soak {
         for _ in 0..<2 {
             for hub in hubs { _ = try? hub.thread.performAndWait {} }
         }
-        return ResourceSnapshot.now()
+        return (ResourceSnapshot.now(), HeapFigures.inUseBytes())
     }
 }
