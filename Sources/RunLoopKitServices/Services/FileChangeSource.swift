@@ -250,7 +250,9 @@ public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable
     // MARK: Errors
 
     private static func creationError(_ error: SystemError) -> LoopError {
-        guard error.errno == EMFILE else { return LoopError(error, context: "creating an inotify instance") }
+        guard error.errno == EMFILE else {
+            return LoopError(systemCall: error, context: "creating an inotify instance")
+        }
         return LoopError(
             .limitReached, errno: EMFILE,
             message: "no inotify instance could be made: the user's instances (fs.inotify.max_user_instances = "

@@ -30,8 +30,9 @@ public struct SystemdNotifier: Sendable {
     /// `false` and sends nothing when no service manager listens. Any thread.
     /// - Throws: `LoopError.Code.invalidArgument` when `assignments` is empty, one of them is not `NAME=value` or
     ///   holds a line break, or `NOTIFY_SOCKET` names neither a path nor an abstract socket (vsock addresses are not
-    ///   supported) or is too long for a Unix socket address; `LoopError.Code.systemCallFailed` when the socket
-    ///   cannot be made or the datagram cannot be sent (`ENOENT` or `ECONNREFUSED`: nothing listens there any more).
+    ///   supported) or is too long for a Unix socket address; `LoopError.Code.systemCallFailed` with the `errno`,
+    ///   whatever it is (`EPERM` included), when the socket cannot be made or the datagram cannot be sent (`ENOENT`
+    ///   or `ECONNREFUSED`: nothing listens there any more).
     @discardableResult
     public func notify(_ assignments: [String]) throws(LoopError) -> Bool {
         try send(assignments, passing: [])
@@ -61,8 +62,13 @@ public struct SystemdNotifier: Sendable {
             } else {
                 try DatagramSocket.send(message, passing: passed, from: descriptor, to: address)
             }
+        } catch let error where error.errno == EBADF && !passed.isEmpty {
+            // The socket is our own, just made: a descriptor to pass is not open.
+            throw LoopError(
+                .badDescriptor, errno: EBADF,
+                message: "passing descriptors \(passed) to the service manager at \(socketAddress): \(error)")
         } catch {
-            throw LoopError(error, context: "notifying the service manager at \(socketAddress)")
+            throw LoopError(systemCall: error, context: "notifying the service manager at \(socketAddress)")
         }
         return true
     }
