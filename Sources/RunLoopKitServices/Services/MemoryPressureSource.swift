@@ -95,7 +95,7 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     ///   kernel refuses the trigger's window because the process lacks `CAP_SYS_RESOURCE` (then the window must
     ///   be a multiple of 2 s, see ``MemoryPressureTrigger``); `LoopError.Code.invalidArgument` when the kernel
     ///   refuses the trigger otherwise, or the service manager's `MEMORY_PRESSURE_WRITE` is not base64 of a
-    ///   trigger (of UTF-8 text ended by at most one NUL, for a notifier), or `MEMORY_PRESSURE_WATCH` is not an absolute path, or the path names a file of no kind the
+    ///   trigger (of UTF-8 text ended by at most one NUL, for a notifier), or `MEMORY_PRESSURE_WATCH` is not a normalized absolute path (no `.` or `..` component, no `//`), or the path names a file of no kind the
     ///   source can watch (a regular file outside procfs and cgroupfs, a directory, a block device);
     ///   `LoopError.Code.unsupported` also when the unit turned watching off (`MEMORY_PRESSURE_WATCH` is
     ///   `/dev/null`, `MemoryPressureWatch=off`); `LoopError.Code.systemCallFailed` (`EMFILE`, `ENOMEM`, no

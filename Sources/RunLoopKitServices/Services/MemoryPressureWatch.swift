@@ -18,7 +18,7 @@ enum MemoryPressureWatch {
 
     /// The request in `environment` (`nil`: the process's), or `nil` when `MEMORY_PRESSURE_WATCH` is absent.
     /// - Throws: `LoopError.Code.unsupported` when it is empty or `/dev/null` (the unit turned watching off);
-    ///   `LoopError.Code.invalidArgument` when it is not an absolute path, or `MEMORY_PRESSURE_WRITE` is not base64
+    ///   `LoopError.Code.invalidArgument` when it is not a normalized absolute path, or `MEMORY_PRESSURE_WRITE` is not base64
     ///   of UTF-8 text, optionally ended by one NUL.
     ///
     /// systemd encodes the trigger *with* its C string's NUL (`base64mem(b, strlen(b) + 1, …)` in
@@ -36,9 +36,9 @@ enum MemoryPressureWatch {
                 .unsupported,
                 message: "the service manager turned memory-pressure watching off (MEMORY_PRESSURE_WATCH=\(path))")
         }
-        guard path.hasPrefix("/") else {
+        guard isNormalizedAbsolutePath(path) else {
             throw LoopError(
-                .invalidArgument, message: "MEMORY_PRESSURE_WATCH=\(path) is not an absolute path")
+                .invalidArgument, message: "MEMORY_PRESSURE_WATCH=\(path) is not a normalized absolute path")
         }
         guard let encoded = variable("MEMORY_PRESSURE_WRITE"), !encoded.isEmpty else {
             return Request(path: path, trigger: nil)
@@ -49,6 +49,22 @@ enum MemoryPressureWatch {
                 message: "MEMORY_PRESSURE_WRITE \"\(encoded)\" is not base64-encoded text (a NUL may only end it)")
         }
         return Request(path: path, trigger: text, bytes: bytes)
+    }
+
+    /// Whether `path` is what sd-event accepts in `MEMORY_PRESSURE_WATCH` (`path_is_absolute` and
+    /// `path_is_normalized`): absolute, no `.` or `..` component, no `//`, no NUL, and no longer than `PATH_MAX`.
+    static func isNormalizedAbsolutePath(_ path: String) -> Bool {
+        let slash = UInt8(ascii: "/")
+        let dot = UInt8(ascii: ".")
+        let bytes = Array(path.utf8)
+        guard bytes.first == slash, bytes.count < 4096, !bytes.contains(0) else { return false }
+        let components = bytes.dropFirst().split(separator: slash, omittingEmptySubsequences: false)
+        for (index, component) in components.enumerated() {
+            // An empty component is a "//", unless it is the end of a trailing slash.
+            if component.isEmpty && index != components.count - 1 { return false }
+            if component.elementsEqual([dot]) || component.elementsEqual([dot, dot]) { return false }
+        }
+        return true
     }
 
     /// The text of decoded `MEMORY_PRESSURE_WRITE` bytes: UTF-8, with at most one NUL, at the end (systemd's form),
