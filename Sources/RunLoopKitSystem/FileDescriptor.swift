@@ -52,8 +52,15 @@ package enum FileDescriptorCalls {
         return try written.get()
     }
 
+    /// The largest file ``contents(of:)`` reads: far beyond any `/proc` or `/sys` file it is meant for (a
+    /// `mountinfo` of ten thousand mounts is about 1.5 MB), and a bound on what a path that never ends
+    /// (`/dev/zero`, a FIFO that a writer keeps filling) can make it allocate.
+    package static let largestContents = 16 << 20
+
     /// The whole of a small file (a `/proc` or `/sys` file), read through ``openForReading(_:)`` and
     /// ``read(_:into:)`` until end of file.
+    ///
+    /// Fails with `EFBIG` (as the call `"read"`) when the file holds more than ``largestContents`` bytes.
     package static func contents(of path: String) throws(SystemError) -> [UInt8] {
         let descriptor = try openForReading(path)
         defer { close(descriptor) }
@@ -62,6 +69,7 @@ package enum FileDescriptorCalls {
         while true {
             let count = try read(descriptor, into: &buffer)
             if count == 0 { return contents }
+            guard contents.count + count <= largestContents else { throw SystemError(call: "read", errno: EFBIG) }
             contents += buffer.prefix(count)
         }
     }

@@ -20,7 +20,7 @@ func serve(expecting names: [String]) throws {
     guard activation.descriptors.map(\.name) == names else {
         fail("names \(activation.descriptors.map(\.name)), expected \(names)")
     }
-    for variable in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] where getenv(variable) != nil {
+    for variable in ["LISTEN_PID", "LISTEN_PIDFDID", "LISTEN_FDS", "LISTEN_FDNAMES"] where getenv(variable) != nil {
         fail("\(variable) is still in the environment")
     }
     for passed in activation.descriptors where fcntl(passed.descriptor, F_GETFD) & FD_CLOEXEC == 0 {

@@ -111,7 +111,7 @@ public final class ChildExitSource: DescriptorBackedSource, @unchecked Sendable 
         case EINVAL:
             LoopError(.invalidArgument, errno: EINVAL, message: "\(pid) is not a process id (a thread id?)")
         default:
-            LoopError(error, context: "opening a pidfd for process \(pid)")
+            LoopError(systemCall: error, context: "opening a pidfd for process \(pid)")
         }
     }
 
@@ -123,7 +123,7 @@ public final class ChildExitSource: DescriptorBackedSource, @unchecked Sendable 
             LoopError(
                 .unsupported, errno: EINVAL, message: "waitid(P_PIDFD) is unavailable (Linux 5.4+ is needed)")
         default:
-            LoopError(error, context: "checking process \(pid)")
+            LoopError(systemCall: error, context: "checking process \(pid)")
         }
     }
 }

@@ -103,7 +103,7 @@ enum SignalRelay {
                     state.replaced[Int(signal)] = try SignalAction.exchange(signal, for: relayAction)
                 } catch {
                     crunloop_signal_relay_detach(signal, slot)
-                    throw LoopError(error, context: "installing the handler of signal \(signal)")
+                    throw LoopError(systemCall: error, context: "installing the handler of signal \(signal)")
                 }
             }
             state.watchers[Int(signal)] += 1
@@ -121,7 +121,7 @@ enum SignalRelay {
         do throws(SystemError) {
             current = try SignalAction.exchange(signal, for: nil)
         } catch {
-            throw LoopError(error, context: "reading the disposition of signal \(signal)")
+            throw LoopError(systemCall: error, context: "reading the disposition of signal \(signal)")
         }
         guard crunloop_signal_handler_is_dispatchs(&current) != 0 else { return }
         throw LoopError(

@@ -62,7 +62,7 @@ public final class SignalSource: DescriptorBackedSource, @unchecked Sendable {  
         do {
             descriptor = try EventFD.create()
         } catch {
-            throw LoopError(error, context: "creating the eventfd of a signal source")
+            throw LoopError(systemCall: error, context: "creating the eventfd of a signal source")
         }
         let attachment: SignalRelay.Attachment
         do {

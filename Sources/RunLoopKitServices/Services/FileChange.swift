@@ -34,7 +34,8 @@ public struct FileChange: Sendable, Hashable, CustomStringConvertible {
         /// ``FileChangeSource/removeWatch(_:)`` or by invalidation.
         case watchEnded
         /// The kernel's queue of the source overflowed (`IN_Q_OVERFLOW`, beyond `fs.inotify.max_queued_events`):
-        /// changes after the last one reported were lost. Rescan what you watch. Has no watch and no name.
+        /// changes after the last one reported were lost. Rescan what you watch. Has no watch and no name. Also
+        /// reported, for the same reason, if a read of the inotify descriptor ever ended in a partial record.
         case overflow
 
         /// The kind's name.

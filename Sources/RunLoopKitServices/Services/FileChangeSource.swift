@@ -193,16 +193,14 @@ public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable
             } catch {
                 trap("RunLoopKit: reading a file-change source's inotify descriptor failed: \(error)")
             }
-            var offset = 0
-            while offset + Inotify.headerSize <= count {
-                let record = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
-                let nameStart = offset + Inotify.headerSize
-                offset = nameStart + Int(record.len)
-                let name = Self.name(in: buffer, from: nameStart, length: Int(record.len))
-                guard let change = change(from: record, name: name) else { continue }
+            let whole = Self.forEachRecord(in: UnsafeRawBufferPointer(rebasing: buffer[..<count])) { record, name in
+                guard let change = change(from: record, name: name) else { return true }
                 handler(self, change)
-                guard isValid else { return }
+                return isValid
             }
+            guard isValid else { return }
+            // Not what the kernel writes: what came after was not understood, so changes may have been lost.
+            if !whole { handler(self, FileChange(kind: .overflow, watch: nil)) }
             // The kernel fills a read with every whole record that fits: with room left for one more, none was left.
             if count < buffer.count - Inotify.largestRecordSize { return }
         }
@@ -220,10 +218,29 @@ public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable
         return FileChange(kind: kind, watch: watch, name: name, isDirectory: isDirectory, cookie: record.cookie)
     }
 
-    /// The NUL-padded name of `length` bytes at `start`, or `nil` when there is none.
-    private static func name(in buffer: UnsafeMutableRawBufferPointer, from start: Int, length: Int) -> String? {
-        guard length > 0 else { return nil }
-        let bytes = UnsafeRawBufferPointer(rebasing: buffer[start..<start + length])
+    /// Calls `body` with each record of `bytes` (what one read of an inotify descriptor answered) and its name, in
+    /// order, while `body` answers `true`. Answers `false` when the bytes do not end with a whole record (a record
+    /// whose name runs past the end, or a stray tail shorter than a record's fixed part): the kernel never writes
+    /// that, and the walk stops there, reading nothing beyond `bytes`. No system call.
+    static func forEachRecord(
+        in bytes: UnsafeRawBufferPointer, _ body: (inotify_event, String?) -> Bool
+    ) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            guard bytes.count - offset >= Inotify.headerSize else { return false }
+            let record = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+            let nameStart = offset + Inotify.headerSize
+            guard Int(record.len) <= bytes.count - nameStart else { return false }
+            offset = nameStart + Int(record.len)
+            guard body(record, name(in: UnsafeRawBufferPointer(rebasing: bytes[nameStart..<offset]))) else {
+                return true
+            }
+        }
+        return true
+    }
+
+    /// The NUL-padded name `bytes` hold, or `nil` when there is none.
+    private static func name(in bytes: UnsafeRawBufferPointer) -> String? {
         let end = bytes.firstIndex(of: 0) ?? bytes.count
         guard end > 0 else { return nil }
         return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
@@ -250,7 +267,9 @@ public final class FileChangeSource: DescriptorBackedSource, @unchecked Sendable
     // MARK: Errors
 
     private static func creationError(_ error: SystemError) -> LoopError {
-        guard error.errno == EMFILE else { return LoopError(error, context: "creating an inotify instance") }
+        guard error.errno == EMFILE else {
+            return LoopError(systemCall: error, context: "creating an inotify instance")
+        }
         return LoopError(
             .limitReached, errno: EMFILE,
             message: "no inotify instance could be made: the user's instances (fs.inotify.max_user_instances = "

@@ -61,10 +61,13 @@ public struct MemoryPressureAverages: Sendable, Hashable {
                 let parts = word.split(separator: "=", maxSplits: 1)
                 if parts.count == 2 { values[parts[0]] = parts[1] }
             }
-            guard let average10 = values["avg10"].flatMap({ Double($0) }),
-                let average60 = values["avg60"].flatMap({ Double($0) }),
-                let average300 = values["avg300"].flatMap({ Double($0) }),
-                let total = values["total"].flatMap({ Int64($0) })
+            // Shares in percent and a count of microseconds, as the kernel writes them: nothing else is PSI.
+            func share(_ key: Substring) -> Double? {
+                guard let text = values[key], let value = Double(text), value >= 0, value <= 100 else { return nil }
+                return value
+            }
+            guard let average10 = share("avg10"), let average60 = share("avg60"), let average300 = share("avg300"),
+                let total = values["total"].flatMap({ Int64($0) }), total >= 0
             else { return nil }
             lines[String(kind)] = Line(
                 average10: average10, average60: average60, average300: average300, total: .microseconds(total))

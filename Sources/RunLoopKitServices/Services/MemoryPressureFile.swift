@@ -17,9 +17,16 @@ enum MemoryPressureFile {
     /// `memory.pressure` in the process's cgroup v2 directory: the `0::` line of `/proc/self/cgroup` under the
     /// cgroup2 mount of `/proc/self/mountinfo` (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on hybrid systems).
     static func cgroupPath() -> String? {
-        guard let membership = text(of: "/proc/self/cgroup"), let mounts = text(of: "/proc/self/mountinfo"),
-            let group = unifiedGroup(in: membership), let mount = cgroup2Mount(in: mounts)
-        else { return nil }
+        guard let membership = text(of: "/proc/self/cgroup"), let mounts = text(of: "/proc/self/mountinfo") else {
+            return nil
+        }
+        return cgroupPath(membership: membership, mountinfo: mounts)
+    }
+
+    /// ``cgroupPath()`` from the texts of `/proc/self/cgroup` and `/proc/self/mountinfo`; `nil` when they name no
+    /// cgroup v2 group and mount. No system call.
+    static func cgroupPath(membership: String, mountinfo mounts: String) -> String? {
+        guard let group = unifiedGroup(in: membership), let mount = cgroup2Mount(in: mounts) else { return nil }
         // A mount of a subtree (a container's) shows the groups below its root.
         var relative = Substring(group)
         if mount.root != "/", relative.hasPrefix(mount.root) { relative = relative.dropFirst(mount.root.count) }

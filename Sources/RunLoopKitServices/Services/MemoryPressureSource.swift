@@ -73,7 +73,10 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     /// `sd_event_add_memory_pressure`: a unit with `MemoryPressureWatch=` sets `MEMORY_PRESSURE_WATCH` (the file)
     /// and `MEMORY_PRESSURE_WRITE` (the trigger, from `MemoryPressureThresholdSec=`), and both then replace
     /// ``defaultPath()`` and `trigger` (read ``trigger`` and ``path`` to see what was armed). Without them it is
-    /// ``defaultPath()`` and `trigger`.
+    /// ``defaultPath()`` and `trigger`. `MEMORY_PRESSURE_WRITE` is taken in systemd's form, base64 of the text with
+    /// its terminating NUL (`c29tZSAyMDAwMDAgMjAwMDAwMAA=`, `"some 200000 2000000\0"`), or without that NUL; a NUL
+    /// anywhere but at the end is refused. A notifier socket is sent the decoded bytes as they are, as sd-event
+    /// sends them.
     ///
     /// The same mechanism watches CPU and I/O pressure: pass `/proc/pressure/cpu` or `/proc/pressure/io` (or a
     /// cgroup's `cpu.pressure` or `io.pressure`) as `path`; the trigger's form and limits are the same.
@@ -92,7 +95,7 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     ///   kernel refuses the trigger's window because the process lacks `CAP_SYS_RESOURCE` (then the window must
     ///   be a multiple of 2 s, see ``MemoryPressureTrigger``); `LoopError.Code.invalidArgument` when the kernel
     ///   refuses the trigger otherwise, or the service manager's `MEMORY_PRESSURE_WRITE` is not base64 of a
-    ///   trigger, or `MEMORY_PRESSURE_WATCH` is not an absolute path, or the path names a file of no kind the
+    ///   trigger (of UTF-8 text ended by at most one NUL, for a notifier), or `MEMORY_PRESSURE_WATCH` is not a normalized absolute path (no `.` or `..` component, no `//`), or the path names a file of no kind the
     ///   source can watch (a regular file outside procfs and cgroupfs, a directory, a block device);
     ///   `LoopError.Code.unsupported` also when the unit turned watching off (`MEMORY_PRESSURE_WATCH` is
     ///   `/dev/null`, `MemoryPressureWatch=off`); `LoopError.Code.systemCallFailed` (`EMFILE`, `ENOMEM`, no
@@ -106,21 +109,19 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
     ) throws(LoopError) {
         let file: String
         var trigger = trigger
-        var requested: String?
+        var request: MemoryPressureWatch.Request?
         if let path {
             file = path
-        } else if let request = try MemoryPressureWatch.request(in: environment) {
-            file = request.path
-            requested = request.trigger
+        } else if let requested = try MemoryPressureWatch.request(in: environment) {
+            file = requested.path
+            request = requested
         } else {
             file = try Self.defaultPath()
         }
         let kind = try MemoryPressureEndpoint.kind(of: file)
-        if kind == .pressureFile, let requested { trigger = try MemoryPressureTrigger(parsing: requested) }
-        // With its NUL: the kernel reads the text as a C string, cutting the last byte written. A notifier socket
-        // gets the service manager's text as it is, or the trigger's.
-        let written = Array((kind == .notifierSocket ? requested ?? trigger.description : trigger.description).utf8)
-        let descriptor = try MemoryPressureEndpoint.open(file, as: kind, trigger: trigger, written: written + [0])
+        if kind == .pressureFile, let text = request?.trigger { trigger = try MemoryPressureTrigger(parsing: text) }
+        let written = Self.written(to: kind, trigger: trigger, requested: request?.bytes)
+        let descriptor = try MemoryPressureEndpoint.open(file, as: kind, trigger: trigger, written: written)
         self.trigger = trigger
         self.path = file
         self.kind = kind
@@ -128,6 +129,17 @@ public final class MemoryPressureSource: DescriptorBackedSource, @unchecked Send
         try super.init(
             descriptor: descriptor, events: kind.events, order: order, ownsDescriptor: true,
             callout: { source, events in unsafeDowncast(source, to: MemoryPressureSource.self).report(events) })
+    }
+
+    /// What is written to the file: to a pressure file the trigger's text with its NUL (the kernel reads it as a C
+    /// string, overwriting the last byte written with one: without it the window's last digit would be cut), as
+    /// sd-event writes systemd's `MEMORY_PRESSURE_WRITE`; to a notifier socket the service manager's bytes as they
+    /// were decoded (systemd's end with that NUL), as sd-event sends them, else the trigger's text with its NUL.
+    static func written(
+        to kind: MemoryPressureEndpoint.Kind, trigger: MemoryPressureTrigger, requested: [UInt8]?
+    ) -> [UInt8] {
+        if kind == .notifierSocket, let requested { return requested }
+        return Array(trigger.description.utf8) + [0]
     }
 
     /// The armed pressure file's descriptor, until invalidation closed it (for tests).

@@ -19,7 +19,7 @@ public struct SystemdNotifier: Sendable {
     /// A notifier for the socket `environment["NOTIFY_SOCKET"]` names; `nil` (the default) reads the process's
     /// environment. Pass a dictionary to aim at a stand-in socket, as tests do.
     public init(environment: [String: String]? = nil) {
-        let address = environment.map { $0["NOTIFY_SOCKET"] } ?? getenv("NOTIFY_SOCKET").map { String(cString: $0) }
+        let address = environment.map { $0["NOTIFY_SOCKET"] } ?? ProcessEnvironment.value("NOTIFY_SOCKET")
         socketAddress = address.flatMap { $0.isEmpty ? nil : $0 }
     }
 
@@ -29,8 +29,9 @@ public struct SystemdNotifier: Sendable {
     /// Sends `assignments` (`"READY=1"`, `"STATUS=Serving 3 clients"`, …) as one message, one per line. Answers
     /// `false` and sends nothing when no service manager listens. Any thread.
     /// - Throws: `LoopError.Code.invalidArgument` when `assignments` is empty, one of them is not `NAME=value` or
-    ///   holds a line break, or `NOTIFY_SOCKET` names neither a path nor an abstract socket (vsock addresses are not
-    ///   supported) or is too long for a Unix socket address; `LoopError.Code.systemCallFailed` when the socket
+    ///   holds a line break or a NUL, or `NOTIFY_SOCKET` names neither a path (without NUL) nor an abstract socket
+    ///   (`@` and a name; vsock addresses are not supported) or is too long for a Unix socket address;
+    ///   `LoopError.Code.systemCallFailed` with the `errno`, whatever it is (`EPERM` included), when the socket
     ///   cannot be made or the datagram cannot be sent (`ENOENT` or `ECONNREFUSED`: nothing listens there any more).
     @discardableResult
     public func notify(_ assignments: [String]) throws(LoopError) -> Bool {
@@ -40,19 +41,7 @@ public struct SystemdNotifier: Sendable {
     /// Sends `assignments` (checked as ``notify(_:)`` checks them), with `passed` attached when it is not empty.
     func send(_ assignments: [String], passing passed: [CInt]) throws(LoopError) -> Bool {
         guard let socketAddress else { return false }
-        guard !assignments.isEmpty else {
-            throw LoopError(.invalidArgument, message: "a notification needs at least one NAME=value assignment")
-        }
-        for assignment in assignments {
-            guard let equals = assignment.firstIndex(of: "="), equals != assignment.startIndex,
-                !assignment.contains(where: \.isNewline)
-            else {
-                throw LoopError(
-                    .invalidArgument, message: "\"\(assignment)\" is not one NAME=value line of the notify protocol")
-            }
-        }
-        let address = try Self.socketAddressBytes(socketAddress)
-        let message = Array(assignments.joined(separator: "\n").utf8)
+        let (address, message) = try Self.datagram(assignments, to: socketAddress)
         do throws(SystemError) {
             let descriptor = try DatagramSocket.make()
             defer { FileDescriptorCalls.close(descriptor) }
@@ -61,8 +50,13 @@ public struct SystemdNotifier: Sendable {
             } else {
                 try DatagramSocket.send(message, passing: passed, from: descriptor, to: address)
             }
+        } catch let error where error.errno == EBADF && !passed.isEmpty {
+            // The socket is our own, just made: a descriptor to pass is not open.
+            throw LoopError(
+                .badDescriptor, errno: EBADF,
+                message: "passing descriptors \(passed) to the service manager at \(socketAddress): \(error)")
         } catch {
-            throw LoopError(error, context: "notifying the service manager at \(socketAddress)")
+            throw LoopError(systemCall: error, context: "notifying the service manager at \(socketAddress)")
         }
         return true
     }
@@ -109,16 +103,39 @@ public struct SystemdNotifier: Sendable {
         text.map { ["STATUS=\($0)"] } ?? []
     }
 
-    /// The bytes of `sun_path` for `address`: a path as is, `@name` as NUL followed by the name.
+    /// What is sent for `assignments` to the socket `address` (a `NOTIFY_SOCKET` value): the bytes of its
+    /// `sun_path`, and the message. Checks the text only; no system call.
+    /// - Throws: `LoopError.Code.invalidArgument` as ``notify(_:)`` says.
+    package static func datagram(
+        _ assignments: [String], to address: String
+    ) throws(LoopError) -> (address: [UInt8], message: [UInt8]) {
+        guard !assignments.isEmpty else {
+            throw LoopError(.invalidArgument, message: "a notification needs at least one NAME=value assignment")
+        }
+        for assignment in assignments {
+            // A NUL would end the whole message where systemd reads it: the lines after it would be lost.
+            guard let equals = assignment.firstIndex(of: "="), equals != assignment.startIndex,
+                !assignment.contains(where: { $0.isNewline || $0 == "\0" })
+            else {
+                throw LoopError(
+                    .invalidArgument, message: "\"\(assignment)\" is not one NAME=value line of the notify protocol")
+            }
+        }
+        return (try socketAddressBytes(address), Array(assignments.joined(separator: "\n").utf8))
+    }
+
+    /// The bytes of `sun_path` for `address`: a path as is, `@name` as NUL followed by the name. A path may hold no
+    /// NUL (the kernel would end it there, at another socket), and an abstract name may not be empty.
     private static func socketAddressBytes(_ address: String) throws(LoopError) -> [UInt8] {
         var bytes = Array(address.utf8)
         switch bytes.first {
-        case UInt8(ascii: "/"): break
-        case UInt8(ascii: "@"): bytes[0] = 0
+        case UInt8(ascii: "/") where !bytes.contains(0): break
+        case UInt8(ascii: "@") where bytes.count > 1: bytes[0] = 0
         default:
             throw LoopError(
                 .invalidArgument,
-                message: "NOTIFY_SOCKET \"\(address)\" names neither a path nor an abstract socket (@name)")
+                message:
+                    "NOTIFY_SOCKET \"\(address)\" names neither a path (without NUL) nor an abstract socket (@name)")
         }
         guard bytes.count <= UnixSocketAddress.maximumLength else {
             throw LoopError(

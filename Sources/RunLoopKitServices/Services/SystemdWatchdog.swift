@@ -31,7 +31,9 @@ public final class SystemdWatchdog: Sendable {
     /// set, is this process. Answers `nil` otherwise (no watchdog, or it watches another process). Sends the first
     /// keep-alive at once. `environment` defaults to the process's (pass a dictionary to aim at a stand-in socket, as
     /// tests do); `notifier` defaults to one made from the same environment. Any thread.
-    /// - Throws: `LoopError.Code.invalidArgument` when `WATCHDOG_USEC` is not a positive number of microseconds,
+    /// - Throws: `LoopError.Code.invalidArgument` when `WATCHDOG_USEC` is not a positive decimal number of
+    ///   microseconds or `WATCHDOG_PID` not a process id (as `sd_watchdog_enabled(3)` answers `-EINVAL`),
+    ///   `LoopError.Code.invalidInterval` when the timeout is beyond what a timer takes,
     ///   `LoopError.Code.loopTerminated` when the loop's thread has exited, and what the first keep-alive threw
     ///   (see ``SystemdNotifier/notify(_:)``).
     public static func start(
@@ -40,19 +42,44 @@ public final class SystemdWatchdog: Sendable {
         environment: [String: String]? = nil
     ) throws(LoopError) -> SystemdWatchdog? {
         func variable(_ name: String) -> String? {
-            environment.map { $0[name] } ?? getenv(name).map { String(cString: $0) }
+            environment.map { $0[name] } ?? ProcessEnvironment.value(name)
         }
-        guard let text = variable("WATCHDOG_USEC"), !text.isEmpty else { return nil }
-        guard let microseconds = Int64(text), microseconds > 0 else {
-            throw LoopError(.invalidArgument, message: "WATCHDOG_USEC \"\(text)\" is not a positive number")
-        }
-        if let pid = variable("WATCHDOG_PID"), !pid.isEmpty, pid != String(getpid()) { return nil }
+        guard
+            let interval = try keepAliveInterval(
+                timeout: variable("WATCHDOG_USEC"), pid: variable("WATCHDOG_PID"), processID: getpid())
+        else { return nil }
         let notifier = notifier ?? SystemdNotifier(environment: environment)
-        let watchdog = try SystemdWatchdog(interval: .microseconds(microseconds) / 2, notifier: notifier)
+        let watchdog = try SystemdWatchdog(interval: interval, notifier: notifier)
         _ = try notifier.watchdogKeepAlive()
         watchdog.record.sent.add(1, ordering: .relaxed)
         try loop.add(watchdog.timer, to: .common)
         return watchdog
+    }
+
+    /// How often process `processID` is to send keep-alives, as `WATCHDOG_USEC` (`timeout`) and `WATCHDOG_PID`
+    /// (`pid`) say: half the timeout, or `nil` when no watchdog is asked for (no `WATCHDOG_USEC`) or it watches
+    /// another process. Checks the text only, as `sd_watchdog_enabled(3)` does (an empty value is malformed).
+    /// - Throws: `LoopError.Code.invalidArgument` as ``start(on:notifier:environment:)`` says.
+    package static func keepAliveInterval(
+        timeout: String?, pid: String?, processID: pid_t
+    ) throws(LoopError) -> Duration? {
+        guard let timeout else { return nil }
+        guard isDecimal(timeout), let microseconds = Int64(timeout), microseconds > 0 else {
+            throw LoopError(
+                .invalidArgument, message: "WATCHDOG_USEC \"\(timeout)\" is not a positive number of microseconds")
+        }
+        if let pid {
+            guard isDecimal(pid), let watched = Int32(pid), watched > 0 else {
+                throw LoopError(.invalidArgument, message: "WATCHDOG_PID \"\(pid)\" is not a process id")
+            }
+            guard watched == processID else { return nil }
+        }
+        return .microseconds(microseconds) / 2
+    }
+
+    /// Whether `text` is digits only, at least one (no sign, no space: what systemd writes).
+    private static func isDecimal(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
     private init(interval: Duration, notifier: SystemdNotifier) throws(LoopError) {

@@ -189,7 +189,8 @@ enum FaultMatrix {
             [
                 (EINTR, .transparent), (ENOENT, .typedError(failed)), (ECONNREFUSED, .typedError(failed)),
                 (EAGAIN, .typedError(failed)), (ENOBUFS, .typedError(failed)), (ENOMEM, .typedError(failed)),
-                (EACCES, .typedError(failed)), (EMSGSIZE, .typedError(failed)),
+                (EACCES, .typedError(failed)), (EMSGSIZE, .typedError(failed)), (EPERM, .typedError(failed)),
+                (EEXIST, .typedError(failed)),
             ])
 
     /// A name is only decoration: a message without it is still the message.

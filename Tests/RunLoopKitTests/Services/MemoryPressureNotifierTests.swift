@@ -40,9 +40,14 @@ import Testing
         source.invalidate()
     }
 
-    /// Named by the service manager: the source connects, sends the service manager's trigger text (with its
-    /// NUL, as to a pressure file), fires on each message, and ends with `fileRemoved` when the notifier hangs up.
-    @Test func aNotifierSocketGetsTheTriggerFiresTheSourceAndEndsItWhenItHangsUp() throws {
+    /// Named by the service manager: the source connects, sends the service manager's trigger bytes as decoded
+    /// (systemd's exact value, whose text ends with a NUL; sd-event's test value "hello\n", which has none), fires
+    /// on each message, and ends with `fileRemoved` when the notifier hangs up.
+    @Test(arguments: [
+        (MemoryPressureWatchTests.systemdWrite, Array("some 200000 2000000".utf8) + [0]),
+        ("aGVsbG8K", Array("hello\n".utf8)),
+    ])
+    func aNotifierSocketGetsTheTriggerFiresTheSourceAndEndsItWhenItHangsUp(encoded: String, sent: [UInt8]) throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.path("pressure.socket")
@@ -50,7 +55,7 @@ import Testing
         defer { close(listener) }
         let environment = [
             "MEMORY_PRESSURE_WATCH": path,
-            "MEMORY_PRESSURE_WRITE": "c29tZSAyMDAwMDAgMjAwMDAwMA==",  // "some 200000 2000000"
+            "MEMORY_PRESSURE_WRITE": encoded,
         ]
         let events = Recorder<MemoryPressureSource.Event>()
         let validInHandler = Recorder<Bool>()
@@ -63,7 +68,7 @@ import Testing
         #expect(connection >= 0, "accept: errno \(errno)")
         var received = [UInt8](repeating: 0, count: 64)
         let count = read(connection, &received, received.count)
-        #expect(Array(received.prefix(max(count, 0))) == Array("some 200000 2000000".utf8) + [0])
+        #expect(Array(received.prefix(max(count, 0))) == sent)
 
         let running = ItemsSupport.startRunningLoop()
         defer { running.finish() }

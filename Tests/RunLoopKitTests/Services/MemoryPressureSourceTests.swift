@@ -274,18 +274,60 @@ extension MemoryPressureSourceTests {
 
 /// systemd's convention: `MEMORY_PRESSURE_WATCH` and `MEMORY_PRESSURE_WRITE` replace the default file and trigger.
 @Suite struct MemoryPressureWatchTests {
-    @Test func theServiceManagersFileAndTriggerAreUsed() throws {
+    /// The exact value systemd sets (`base64mem(b, strlen(b) + 1, …)`: the text and its NUL), and the same text
+    /// without the NUL, both armed on a real pressure file.
+    @Test(arguments: [Self.systemdWrite, "c29tZSAyMDAwMDAgMjAwMDAwMA=="])
+    func theServiceManagersFileAndTriggerAreUsed(write: String) throws {
         guard FileDescriptorCalls.exists("/proc/pressure/memory") else { return }
-        // "some 200000 2000000", base64-encoded as systemd writes it.
         let environment = [
             "MEMORY_PRESSURE_WATCH": "/proc/pressure/memory",
-            "MEMORY_PRESSURE_WRITE": "c29tZSAyMDAwMDAgMjAwMDAwMA==",
+            "MEMORY_PRESSURE_WRITE": write,
         ]
         let fallback = try MemoryPressureTrigger(parsing: "full 1s 4s")
         let source = try MemoryPressureSource(trigger: fallback, environment: environment) { _, _ in }
         defer { source.invalidate() }
         #expect(source.path == "/proc/pressure/memory")
         #expect(source.trigger.description == "some 200000 2000000")
+    }
+
+    /// What systemd sets for `MemoryPressureThresholdSec=200ms`: base64 of `"some 200000 2000000\0"`.
+    static let systemdWrite = "c29tZSAyMDAwMDAgMjAwMDAwMAA="
+
+    @Test func systemdsTrailingNULIsAcceptedAndKeptForANotifierOnly() throws {
+        let request = try #require(
+            try MemoryPressureWatch.request(in: [
+                "MEMORY_PRESSURE_WATCH": "/x", "MEMORY_PRESSURE_WRITE": Self.systemdWrite,
+            ]))
+        let text = "some 200000 2000000"
+        #expect(request.trigger == text)
+        #expect(request.bytes == Array(text.utf8) + [0])
+        let trigger = try MemoryPressureTrigger(parsing: text)
+        // A pressure file gets the trigger's text and its NUL; a socket gets the bytes as decoded, as sd-event sends.
+        #expect(
+            MemoryPressureSource.written(to: .pressureFile, trigger: trigger, requested: request.bytes) == request.bytes
+        )
+        #expect(
+            MemoryPressureSource.written(to: .notifierSocket, trigger: trigger, requested: request.bytes)
+                == request.bytes)
+        let hello = Array("hello\n".utf8)  // sd-event's own test sends "aGVsbG8K" to a notifier socket.
+        #expect(MemoryPressureSource.written(to: .notifierSocket, trigger: trigger, requested: hello) == hello)
+        #expect(MemoryPressureSource.written(to: .notifierSocket, trigger: trigger, requested: nil) == request.bytes)
+        #expect(MemoryPressureSource.written(to: .pressureFile, trigger: trigger, requested: hello) == request.bytes)
+    }
+
+    /// A NUL anywhere but at the very end, two NULs, a lone NUL or bytes that are not UTF-8: refused, typed.
+    @Test(arguments: [
+        "c29tZQAgMjAwMDAwIDIwMDAwMDAA",  // "some\0 200000 2000000\0"
+        "c29tZSAyMDAwMDAgMjAwMDAwMAAA",  // "some 200000 2000000\0\0"
+        "//4=",  // 0xff 0xfe
+    ])
+    func aNULBeforeTheEndOrBytesThatAreNotTextAreRefused(write: String) {
+        do throws(LoopError) {
+            _ = try MemoryPressureWatch.request(in: ["MEMORY_PRESSURE_WATCH": "/x", "MEMORY_PRESSURE_WRITE": write])
+            Issue.record("\(write) was accepted")
+        } catch {
+            #expect(error.code == .invalidArgument, "\(error)")
+        }
     }
 
     @Test func withoutTheVariablesTheDefaultIsUsed() throws {

@@ -71,6 +71,42 @@ final class NotifySocketStandIn: @unchecked Sendable {  // Unchecked: the descri
         #expect(microseconds > 0 && microseconds <= now && now - microseconds < 10_000_000)
     }
 
+    /// A failed send is `systemCallFailed` with its `errno`, whatever it is, for a plain message (`sendto`) and one
+    /// passing descriptors (`sendmsg`): `EPERM` and `EEXIST` came out as `descriptorNotPollable` and
+    /// `descriptorAlreadyRegistered`, the codes of a descriptor's registration. In a child process: the fault script
+    /// is process-wide.
+    @Test(arguments: [EPERM, EEXIST, EACCES, ENOENT])
+    func aFailedSendIsSystemCallFailedWithItsErrno(_ code: CInt) async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) { [code] in
+            let manager = NotifySocketStandIn()
+            defer { manager.close() }
+            let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": manager.address])
+            let sends: [(String, () throws(LoopError) -> Void)] = [
+                ("sendto", { () throws(LoopError) in _ = try notifier.ready() }),
+                ("sendmsg", { () throws(LoopError) in _ = try notifier.storeDescriptors([0], name: "kept") }),
+            ]
+            var failures = 0
+            for (call, send) in sends {
+                let (error, counts) = FaultInjection.with([.init(call, code)]) { () -> LoopError? in
+                    do throws(LoopError) {
+                        try send()
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if counts != [1] || error?.code != .systemCallFailed || error?.errno != code {
+                    print("\(call) errno \(code): hit \(counts), threw \(String(describing: error))")
+                    failures += 1
+                }
+            }
+            fflush(nil)
+            exit(failures == 0 ? 0 : 1)
+        }
+        let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+        #expect(result?.exitStatus == .exitCode(0), "\(output)")
+    }
+
     @Test func withoutNotifySocketNothingIsSent() throws {
         let notifier = SystemdNotifier(environment: [:])
         #expect(!notifier.isEnabled)

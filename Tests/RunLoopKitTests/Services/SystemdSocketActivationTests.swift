@@ -128,8 +128,34 @@ import Testing
         #expect(try SystemdSocketActivation.adopt(environment: ["LISTEN_FDS": "2"]).isEmpty)
         let other = ["LISTEN_PID": "\(getppid())", "LISTEN_FDS": "2", "LISTEN_FDNAMES": "a:b"]
         #expect(try SystemdSocketActivation.adopt(environment: other).isEmpty)
-        let none = ["LISTEN_PID": "\(getpid())", "LISTEN_FDS": "0"]
-        #expect(try SystemdSocketActivation.adopt(environment: none).isEmpty)
+        #expect(try SystemdSocketActivation.adopt(environment: ["LISTEN_PID": "\(getpid())"]).isEmpty)
+    }
+
+    /// `LISTEN_PIDFDID` (systemd 258+) tells a reused pid apart: another process's pidfd inode adopts nothing, and
+    /// where the kernel gives pidfds no inode of their own there is nothing to compare.
+    @Test func aPidFDIdentityOfAnotherProcessAdoptsNothing() throws {
+        let variables = SystemdSocketActivation.Variables(pid: "42", pidFDID: "7", count: "2", names: "a:b")
+        #expect(try variables.promise(processID: 42, processIdentity: { 8 }) == nil)
+        let promise = SystemdSocketActivation.Promise(count: 2, names: "a:b")
+        #expect(try variables.promise(processID: 42, processIdentity: { 7 }) == promise)
+        #expect(try variables.promise(processID: 42, processIdentity: { nil }) == promise)
+        #expect(try variables.promise(processID: 43, processIdentity: { 7 }) == nil)
+    }
+
+    /// What the text promises, checked as sd_listen_fds_with_names checks it: names counted, an empty
+    /// `LISTEN_FDNAMES` holding none.
+    @Test func theVariablesAreReadAsSdListenFdsWithNamesReadsThem() throws {
+        func promise(_ count: String?, _ names: String?) throws(LoopError) -> SystemdSocketActivation.Promise? {
+            try SystemdSocketActivation.Variables(pid: "42", count: count, names: names)
+                .promise(processID: 42, processIdentity: { nil })
+        }
+        #expect(try promise("3", nil) == .init(count: 3, names: nil))
+        #expect(try promise("3", "a::c") == .init(count: 3, names: "a::c"))
+        #expect(try promise("1", "web") == .init(count: 1, names: "web"))
+        #expect(try promise("2147483644", nil) == .init(count: 2_147_483_644, names: nil))
+        #expect(try promise(nil, "web") == nil)
+        #expect(throws: LoopError.self) { try promise("1", "") }
+        #expect(throws: LoopError.self) { try promise("2147483645", nil) }
     }
 
     @Test func malformedVariablesThrowTypedErrorsAndAdoptNothing() throws {
@@ -142,8 +168,22 @@ import Testing
             (["LISTEN_PID": me, "LISTEN_FDS": "99999999999"], .invalidArgument),
             (["LISTEN_PID": me, "LISTEN_FDS": "2", "LISTEN_FDNAMES": "only-one"], .invalidArgument),
             (["LISTEN_PID": me, "LISTEN_FDS": "1", "LISTEN_FDNAMES": "a:b"], .invalidArgument),
+            // sd_listen_fds answers -EINVAL for these too: zero (systemd sets nothing when it passes nothing), empty
+            // values, a sign or a space, an empty name list for one descriptor, a pidfd id that is no number.
+            (["LISTEN_PID": me, "LISTEN_FDS": "0"], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_FDS": "0", "LISTEN_FDNAMES": ""], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_FDS": ""], .invalidArgument),
+            (["LISTEN_PID": "", "LISTEN_FDS": "1"], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_FDS": "+1"], .invalidArgument),
+            (["LISTEN_PID": " \(me)", "LISTEN_FDS": "1"], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_FDS": "1", "LISTEN_FDNAMES": ""], .invalidArgument),
+            (["LISTEN_PID": me, "LISTEN_PIDFDID": "x", "LISTEN_FDS": "1"], .invalidArgument),
             // Far beyond what this process has open: promised, not passed.
             (["LISTEN_PID": me, "LISTEN_FDS": "60000"], .badDescriptor),
+            // The largest count there can be: it aborted the process ("failed to allocate 34359738336 bytes")
+            // when an entry and a name were made for each before any was checked.
+            (["LISTEN_PID": me, "LISTEN_FDS": "2147483644"], .badDescriptor),
+            (["LISTEN_PID": me, "LISTEN_FDS": "2147483644", "LISTEN_FDNAMES": "a"], .invalidArgument),
         ]
         for (environment, code) in cases {
             do throws(LoopError) {
