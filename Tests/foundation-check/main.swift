@@ -11,6 +11,8 @@ let scenarios: [String: () -> Void] = [
     "idle-foundation-owns": { idleScenario(foundationOwns: true) },
     "idle-loop-owns": { idleScenario(foundationOwns: false) },
     "unbridged": unbridgedScenario,
+    "same-thread-foundation-owns": { sameThreadScenario(foundationOwns: true) },
+    "same-thread-loop-owns": { sameThreadScenario(foundationOwns: false) },
     "latency": latencyScenario,
 ]
 

@@ -22,6 +22,14 @@ import Testing
                 "under Loop.main: Foundation's Timer, RunLoop.perform, NotificationQueue, readInBackgroundAndNotify, "
                 + "a nested RunLoop.main.run(until:) that keeps the loop's timers going, and other threads' Timers"),
         CheckScenario(
+            name: "same-thread-foundation-owns",
+            shows: "under RunLoop.main: a block queued between two runs and in a Timer's callout and a LoopTimer added "
+                + "there run at once with no other wake-up; the first run(mode:before:) after the bridge waits its "
+                + "50 ms; a 10 ms LoopTimer alive does not end run(mode:before:)"),
+        CheckScenario(
+            name: "same-thread-loop-owns",
+            shows: "the same in Foundation runs nested in a block of Loop.main.run, the first of them included"),
+        CheckScenario(
             name: "idle-foundation-owns", shows: "idle under RunLoop.main: under 1% CPU, no pass of the loop"),
         CheckScenario(name: "idle-loop-owns", shows: "idle under Loop.main: under 1% CPU, no wake-up"),
         CheckScenario(
