@@ -15,5 +15,14 @@ let scenarios: [String: () -> Void] = [
     "same-thread-loop-owns": { sameThreadScenario(foundationOwns: false) },
     "latency": latencyScenario,
 ]
+/// swift-corelibs-foundation's own tests (Upstream/), per owner of the thread and setting of the loop.
+var allScenarios = scenarios
+for owner in [UpstreamOwner.foundation, .loop] {
+    for setting in [UpstreamSetting.unbridged, .bridged, .items] {
+        allScenarios["upstream-\(owner.rawValue)-owns-\(setting.rawValue)"] = {
+            upstreamScenario(owner: owner, setting: setting)
+        }
+    }
+}
 
-runScenario(of: "foundation-check", from: scenarios)
+runScenario(of: "foundation-check", from: allScenarios)

@@ -37,7 +37,24 @@ import Testing
             shows: "another thread → handler, bridged vs Loop.main alone vs Foundation's perform (figures only)"),
     ]
 
-    @Test(arguments: scenarios)
+    /// swift-corelibs-foundation's own tests of the main run loop (foundation-check's Upstream folder), under each
+    /// owner of the thread, without the bridge (the reference), with it, and with it and loop items alive: each
+    /// requires the same tests to pass (foundation-check's UpstreamScenario.swift lists the few that cannot, and why).
+    static let upstreamScenarios: [CheckScenario] = ["foundation", "loop"].flatMap { owner in
+        [
+            ("unbridged", "without the bridge (the reference)"),
+            ("bridged", "with the bridge"),
+            ("bridged-items", "with the bridge and a 10 ms LoopTimer, two sources and an observer alive"),
+        ].map { setting, what in
+            CheckScenario(
+                name: "upstream-\(owner)-owns-\(setting)",
+                shows: "swift-corelibs-foundation 6.3.1's TestRunLoop, TestTimer, TestNotificationQueue, "
+                    + "TestNotificationCenter, TestThread, TestSocketPort under "
+                    + "\(owner == "loop" ? "Loop.main.run()" : "RunLoop.main") \(what)")
+        }
+    }
+
+    @Test(arguments: scenarios + upstreamScenarios)
     func theScenarioPassesOnTheRealMainThread(_ scenario: CheckScenario) throws {
         let figures = try TestExecutable.passingFigures(of: "foundation-check", scenario.name)
         TestFigures.report("[foundation-check] PASS \(scenario.name)\(figures)")
