@@ -6,7 +6,8 @@ import RunLoopKitSystem
 /// The host waits on ``pollDescriptor`` with its own mechanism and, whenever that descriptor is readable (or
 /// ``runPass(in:)`` answered `true`), calls ``runPass(in:)``. Between two calls the loop counts as asleep: other
 /// threads that signal it, post blocks to it or change its items write its wake-up eventfd, which makes
-/// ``pollDescriptor`` readable, exactly as they would wake it from `epoll_wait`.
+/// ``pollDescriptor`` readable, exactly as they would wake it from `epoll_wait`; so does the host's own code when it
+/// posts a block to the loop or adds or moves a timer on the loop's thread between two passes.
 extension Loop {
     /// A descriptor that polls readable (`POLLIN`) when the loop has something to do: a ready descriptor source,
     /// a due timer (the timerfd is armed for the next one), or a wake-up from another thread (a signal, a block, an
@@ -57,8 +58,8 @@ extension Loop {
     ///
     /// The pass is `run(in: mode, for: .zero)`: entry and exit observers, blocks, signalled sources, due timers,
     /// ready descriptor sources (and Dispatch's main queue, on the main loop). Afterwards the loop announces that it
-    /// sleeps, so work sent from other threads wakes ``pollDescriptor``, and arms its timerfd for the mode's next
-    /// timer.
+    /// sleeps, so work sent from other threads (or made on the loop's thread before the next pass) wakes
+    /// ``pollDescriptor``, and arms its timerfd for the mode's next timer.
     ///
     /// `mode` must be a mode, not ``Mode/common`` (a set of modes, which CF's `CFRunLoopRunInMode` answers with
     /// "finished" at once): such a pass would run nothing and leave the host waiting for good, so it traps, saying so.

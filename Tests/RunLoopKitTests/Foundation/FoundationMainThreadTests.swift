@@ -49,7 +49,8 @@ import Testing
             CheckScenario(
                 name: "upstream-\(owner)-owns-\(setting)",
                 shows: "swift-corelibs-foundation 6.3.1's TestRunLoop, TestTimer, TestNotificationQueue, "
-                    + "TestNotificationCenter, TestThread, TestSocketPort under "
+                    + "TestNotificationCenter, TestThread, TestSocketPort, TestOperationQueue, TestFileHandle's "
+                    + "background notifications under "
                     + "\(owner == "loop" ? "Loop.main.run()" : "RunLoop.main") \(what)")
         }
     }
