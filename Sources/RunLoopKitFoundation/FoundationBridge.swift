@@ -127,7 +127,14 @@ public final class FoundationBridge: @unchecked Sendable {
     func addLoopSide() throws(LoopError) {
         try loop.add(sleepObserver, to: .common)
         try loop.add(foundationTimer, to: .common)
-        loop.setHostWorkHandler(by: self) { [weak self] in self?.passDue() }
+        loop.setHostWorkHandler(by: self) { [weak self] in self?.localWorkMade() }
+    }
+
+    /// Work was made on the loop's thread while the loop counted as asleep for Foundation: Foundation runs a pass for
+    /// it, unless a run of the loop's own is in progress with no run of Foundation's side nested in it (then the
+    /// loop's run serves it). Loop thread only.
+    private func localWorkMade() {
+        if loop.runDepth == 0 || (foundationDepth > 0 && !isInsideFoundationRunOfLoopSide) { passDue() }
     }
 
     /// The interval of ``passTimer``, whose every pass sets its next date or takes it out of the run loop: this far
@@ -178,10 +185,12 @@ public final class FoundationBridge: @unchecked Sendable {
             // queued before must wake CF alone (through the loop's descriptor it would end a run(mode:before:) as a
             // handled source first, before CF served the queue).
             if loop.isMain && loop.runDepth > 0 { loop.leaveMainQueueToHost() }
-            // The loop is not readied for Foundation's wait (a run of its own is in progress or just ended, or no
-            // pass ran yet): the run's first iteration runs a pass, which also sets the pass timer for the loop's
-            // next timer, so that Foundation sees that timer from the start (RunLoop.limitDate(forMode:)).
-            if !loop.isWaiting { passDue() }
+            // The loop is not readied for Foundation's wait (a run of its own just ended, or no pass ran yet), or a
+            // handler of a run of its own is in progress, which may have made work since a pass of Foundation's side
+            // last ran (the loop's run would serve it only after this run of Foundation's): the run's first iteration
+            // runs a pass, which also sets the pass timer for the loop's next timer, so that Foundation sees that
+            // timer from the start (RunLoop.limitDate(forMode:)).
+            if !loop.isWaiting || loop.runDepth > 0 { passDue() }
         case .exit: foundationDepth -= 1
         default:
             // About to sleep. The loop's descriptor only tells of work while the loop counts as asleep, which a pass

@@ -152,10 +152,12 @@ extension Loop {
     /// Makes `call` the way the host learns of work made on the loop's own thread while the loop counts as asleep
     /// for it (between two host passes: a block posted, a timer added or moved, a callback scheduled): code of the
     /// host's that runs there, which no eventfd write is needed to reach. Without a handler such work makes
-    /// ``pollDescriptor`` readable, as other threads' work does; a bridge whose host counts every readiness of that
-    /// descriptor as a handled source (CF's run loop) asks for a pass its own way instead. `call` runs on the loop's
-    /// thread, inside the call that made the work, and must not run the loop. One handler per loop; any thread (it
-    /// takes effect before the loop's next pass).
+    /// ``pollDescriptor`` readable, as other threads' work does, when no run of the loop's own is in progress; a
+    /// bridge whose host counts every readiness of that descriptor as a handled source (CF's run loop) asks for a pass
+    /// its own way instead. `call` runs on the loop's thread, inside the call that made the work, also inside a
+    /// handler of a run of the loop's own after a host pass nested in it (the bridge knows whether its host's run is
+    /// in progress there; if not, that run serves the work itself), and must not run the loop. One handler per loop;
+    /// any thread (it takes effect before the loop's next pass).
     package func setHostWorkHandler(by owner: AnyObject, _ call: @escaping @Sendable () -> Void) {
         let handler = HostWorkHandler(owner: ObjectIdentifier(owner), call: call)
         onLoopThread { [self] in runStack.hostWorkHandler = handler }
@@ -170,8 +172,8 @@ extension Loop {
     }
 
     /// Work was made on the loop's thread: if the loop counts as asleep for a host (a host pass left it so; only
-    /// between host passes does code run on the loop's thread while it does), the host must learn of it, or it
-    /// would wait for an unrelated wake-up. One relaxed load otherwise. Loop thread only.
+    /// after a host pass does code run on the loop's thread while it does), the host must learn of it, or it would
+    /// wait for an unrelated wake-up. One relaxed load otherwise. Loop thread only.
     @inline(__always)
     func noteLocalWork() {
         if poller.isWaiting.load(ordering: .relaxed) { tellHostOfLocalWork() }
@@ -181,7 +183,10 @@ extension Loop {
     private func tellHostOfLocalWork() {
         if let handler = runStack.hostWorkHandler {
             handler.call()
-        } else {
+        } else if runStack.depth == 0 {
+            // Inside a run of the loop's own, a host pass nested in one of its handlers left the loop counted as
+            // asleep: that run serves the work before it sleeps, and an eventfd write would only wake it once more
+            // (a loop that drives the GLib context it is attached to would never stop).
             poller.wakeIfSleeping()
         }
     }
