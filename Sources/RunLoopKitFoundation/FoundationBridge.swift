@@ -14,7 +14,8 @@ import Synchronization
 /// loop's next timer and runs a pass when it fires, so the loop's timers count as timers in Foundation's terms: like a
 /// Foundation `Timer`, they never end `RunLoop.run(mode:before:)` (a source does). The same timer, set for now, runs
 /// the pass that work made on the thread by Foundation's side asks for (a block, a timer added in a `Timer`'s
-/// callout), the pass after one that answered that more is ready, and the first pass. No polling.
+/// callout), the pass after one that answered that more is ready, the first pass, and the first of every run of
+/// Foundation's nested in a handler of the loop's. No polling.
 ///
 /// **The loop runs the thread** (``RunLoopKit/Loop/run()``): an observer of the loop, in its common modes, runs
 /// Foundation's run loop once without waiting (`CFRunLoopRunInMode` with a zero timeout) each time the loop is about
@@ -216,6 +217,7 @@ public final class FoundationBridge: @unchecked Sendable {
     /// later than the one it fired for, else it moves the timer on by its interval), and puts it in Foundation's run
     /// loop unless it is there. Loop thread only.
     private func setPassTimer(_ date: CFAbsoluteTime) {
+        guard isValid else { return }  // Invalidated in the pass: the timer is out for good.
         passTimerDate = max(date, CFAbsoluteTimeGetCurrent())
         CFRunLoopTimerSetNextFireDate(passTimer, passTimerDate)
         if !passTimerIsScheduled {
@@ -233,7 +235,7 @@ public final class FoundationBridge: @unchecked Sendable {
     /// Takes the pass timer out of Foundation's run loop (no timer of the loop's, or the loop runs the thread and its
     /// own runs serve its timers), unless it is out already. Loop thread only.
     private func parkPassTimer() {
-        guard passTimerIsScheduled else { return }
+        guard isValid, passTimerIsScheduled else { return }
         passTimerIsScheduled = false
         CFRunLoopRemoveTimer(runLoop, passTimer, kCFRunLoopCommonModes)
     }

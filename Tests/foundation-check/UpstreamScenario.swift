@@ -87,6 +87,9 @@ final class UpstreamResults: @unchecked Sendable {
     private var outcomes: [(suite: String, name: String, failures: [String], skipped: Bool)] = []
 
     func run(_ test: UpstreamTest) {
+        if ProcessInfo.processInfo.environment["RUNLOOPKIT_UPSTREAM_TRACE"] != nil {
+            FileHandle.standardError.write(Data("running \(test.suite).\(test.name)\n".utf8))
+        }
         recordedFailures.withLock { $0 = [] }
         var skipped = false
         do {

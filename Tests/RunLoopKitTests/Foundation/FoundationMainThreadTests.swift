@@ -61,8 +61,16 @@ import Testing
         TestFigures.report("[foundation-check] PASS \(scenario.name)\(figures)")
     }
 
+    /// Whether this process runs under ThreadSanitizer (whose runtime it then exports): swift-corelibs-foundation's
+    /// `NotificationQueue.default` on a `Thread` of its own (TestNotificationQueue.test_defaultQueue) crashes
+    /// ThreadSanitizer's runtime (SEGV at address 0x1048, "nested bug"), with or without the bridge, and the upstream
+    /// timing tests miss their bounds at its speed: the upstream scenarios run in the plain build only.
+    static let underThreadSanitizer = dlsym(nil, "__tsan_init") != nil
+
     /// Each takes about 25 s (TestOperationQueue sleeps), waited for without holding a thread of the pool.
-    @Test(arguments: upstreamScenarios)
+    @Test(
+        .disabled(if: underThreadSanitizer, "Foundation's NotificationQueue on a Thread crashes ThreadSanitizer"),
+        arguments: upstreamScenarios)
     func foundationsOwnTestsPassAlike(_ scenario: CheckScenario) async throws {
         let figures = try await TestExecutable.passingFigures(
             of: "foundation-check", scenario.name, timeout: .seconds(120))
