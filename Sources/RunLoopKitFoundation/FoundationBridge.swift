@@ -9,10 +9,13 @@ import Synchronization
 ///
 /// **Foundation runs the thread** (`RunLoop.main.run()`, `RunLoop.current.run(mode:before:)`): a version-1 source
 /// of Foundation's run loop, in its common modes, waits on the loop's ``RunLoopKit/Loop/pollDescriptor``; when it is
-/// readable (a signal or a block from another thread, a due timer, a ready descriptor) Foundation calls the source,
-/// which runs one pass of the loop (``RunLoopKit/Loop/runPass(in:)``). When a pass answers that more is ready, a
-/// version-0 source of the bridge is signalled, so Foundation's next iteration runs another pass without sleeping.
-/// No timer, no polling.
+/// readable (a signal or a block from another thread, a ready descriptor) Foundation calls the source, which runs one
+/// pass of the loop (``RunLoopKit/Loop/runPass(in:)``). A CF timer of the bridge, in the same modes, is kept at the
+/// loop's next timer and runs a pass when it fires, so the loop's timers count as timers in Foundation's terms: like a
+/// Foundation `Timer`, they never end `RunLoop.run(mode:before:)` (a source does). The same timer, set for now, runs
+/// the pass that work made on the thread by Foundation's side asks for (a block, a timer added in a `Timer`'s
+/// callout), the pass after one that answered that more is ready, the first pass, and the first of every run of
+/// Foundation's nested in a handler of the loop's. No polling.
 ///
 /// **The loop runs the thread** (``RunLoopKit/Loop/run()``): an observer of the loop, in its common modes, runs
 /// Foundation's run loop once without waiting (`CFRunLoopRunInMode` with a zero timeout) each time the loop is about
@@ -42,10 +45,11 @@ public final class FoundationBridge: @unchecked Sendable {
 
     private let runLoop: CFRunLoop
     private let valid = Atomic<Bool>(true)
-    /// Foundation's side: the source on the loop's descriptor, the source that asks for another pass, and the
-    /// observer that counts Foundation's runs in progress and sees it about to sleep.
+    /// Foundation's side: the source on the loop's descriptor, the timer that runs a pass at the loop's next timer
+    /// (or now, when a pass is due), and the observer that counts Foundation's runs in progress and sees it about to
+    /// sleep.
     private var portSource: CFRunLoopSource!
-    private var passSource: CFRunLoopSource!
+    private var passTimer: CFRunLoopTimer!
     private var depthObserver: CFRunLoopObserver!
     /// The loop's side: the observer that runs Foundation before the loop sleeps, and the timer at Foundation's next
     /// timer.
@@ -62,6 +66,11 @@ public final class FoundationBridge: @unchecked Sendable {
     private var hostPassDepth = 0
     /// The Foundation fire date the timer was last set for.
     private var timerFireDate: CFAbsoluteTime = 0
+    /// The fire date ``passTimer`` was last set for; meaningful while it is in Foundation's run loop. Loop thread only.
+    private var passTimerDate: CFAbsoluteTime = 0
+    /// Whether ``passTimer`` is in Foundation's run loop (in its common modes): it is taken out while no pass is due,
+    /// so that Foundation's next timer (`RunLoop.limitDate(forMode:)`) is only ever the loop's next timer or its own.
+    private var passTimerIsScheduled = true
     /// The last mode of the app's own ``foundationMode(of:)`` answered, with Foundation's name for it.
     private var lastFoundationMode: (Loop.Mode, CFRunLoopMode)?
 
@@ -78,18 +87,23 @@ public final class FoundationBridge: @unchecked Sendable {
         var port = CFRunLoopSourceContext1()
         port.version = 1
         port.info = info
-        port.getPort = { info in FoundationBridge.of(info).loop.pollDescriptor }
+        // Made by bridgeToFoundation already; read without readying the loop for a wait (which would make it
+        // readable at once, and CF count the first pass as a handled source): the pass timer runs the first pass.
+        port.getPort = { info in (try? FoundationBridge.of(info).loop.makePollDescriptor()) ?? -1 }
         port.perform = { info in FoundationBridge.of(info).foundationAskedForPass() }
         portSource = withUnsafeMutablePointer(to: &port) { context in
             context.withMemoryRebound(to: CFRunLoopSourceContext.self, capacity: 1) {
                 CFRunLoopSourceCreate(nil, 0, $0)
             }
         }
-        var pass = CFRunLoopSourceContext()
-        pass.version = 0
-        pass.info = info
-        pass.perform = { info in FoundationBridge.of(info).foundationAskedForPass() }
-        passSource = CFRunLoopSourceCreate(nil, 0, &pass)
+        var timerContext = CFRunLoopTimerContext(
+            version: 0, info: info, retain: nil, release: nil, copyDescription: nil)
+        // Fires at once: Foundation's first iteration runs a pass, so work sent before it started is served at once.
+        // Repeating, so that it stays valid after it fired; every pass sets its next date, or takes it out.
+        passTimerDate = CFAbsoluteTimeGetCurrent()
+        passTimer = CFRunLoopTimerCreate(
+            nil, passTimerDate, Self.parkingInterval, 0, 0,
+            { _, info in FoundationBridge.of(info).passTimerFired() }, &timerContext)
         var observerContext = CFRunLoopObserverContext(
             version: 0, info: info, retain: nil, release: nil, copyDescription: nil)
         let activities = [CFRunLoopActivity.entry, .beforeWaiting, .exit].reduce(0) { $0 | $1.rawValue }
@@ -105,18 +119,28 @@ public final class FoundationBridge: @unchecked Sendable {
         foundationTimer = try! LoopTimer(at: .now) { [weak self] _ in self?.runFoundation() }
 
         CFRunLoopAddSource(runLoop, portSource, kCFRunLoopCommonModes)
-        CFRunLoopAddSource(runLoop, passSource, kCFRunLoopCommonModes)
+        CFRunLoopAddTimer(runLoop, passTimer, kCFRunLoopCommonModes)
         CFRunLoopAddObserver(runLoop, depthObserver, kCFRunLoopCommonModes)
-        // Foundation's first iteration runs a pass: work sent before it started is served at once.
-        CFRunLoopSourceSignal(passSource)
-        CFRunLoopWakeUp(runLoop)
+        CFRunLoopWakeUp(runLoop)  // A run of Foundation's in progress on the thread rearms its wait for the timer.
     }
 
     /// Adds the loop's side to the loop; throws what the loop answers (its thread has exited).
     func addLoopSide() throws(LoopError) {
         try loop.add(sleepObserver, to: .common)
         try loop.add(foundationTimer, to: .common)
+        loop.setHostWorkHandler(by: self) { [weak self] in self?.localWorkMade() }
     }
+
+    /// Work was made on the loop's thread while the loop counted as asleep for Foundation: Foundation runs a pass for
+    /// it, unless a run of the loop's own is in progress with no run of Foundation's side nested in it (then the
+    /// loop's run serves it). Loop thread only.
+    private func localWorkMade() {
+        if loop.runDepth == 0 || (foundationDepth > 0 && !isInsideFoundationRunOfLoopSide) { passDue() }
+    }
+
+    /// The interval of ``passTimer``, whose every pass sets its next date or takes it out of the run loop: this far
+    /// ahead (about three years, under CF's limit for an interval) it stands for "not again by itself".
+    static let parkingInterval: CFTimeInterval = 100_000_000
 
     /// The bridge of each bridged loop: one at a time (it serves both directions).
     static let slots = LoopBridgeSlots<FoundationBridge> { $0.isValid }
@@ -131,7 +155,8 @@ public final class FoundationBridge: @unchecked Sendable {
     public func invalidate() {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         CFRunLoopSourceInvalidate(portSource)
-        CFRunLoopSourceInvalidate(passSource)
+        CFRunLoopTimerInvalidate(passTimer)
+        loop.removeHostWorkHandler(by: self)
         CFRunLoopObserverInvalidate(depthObserver)
         sleepObserver.invalidate()
         foundationTimer.invalidate()
@@ -154,16 +179,65 @@ public final class FoundationBridge: @unchecked Sendable {
     /// Foundation's run loop entered or left a run, or is about to sleep. On the loop's thread.
     private func foundationObserved(_ activity: CFRunLoopActivity) {
         switch activity {
-        case .entry: foundationDepth += 1
+        case .entry:
+            foundationDepth += 1
+            guard isValid, !isInsideFoundationRunOfLoopSide else { return }
+            // A run of Foundation's nested in a handler of the loop's: CF serves the main queue now, and main-queue work
+            // queued before must wake CF alone (through the loop's descriptor it would end a run(mode:before:) as a
+            // handled source first, before CF served the queue).
+            if loop.isMain && loop.runDepth > 0 { loop.leaveMainQueueToHost() }
+            // The loop is not readied for Foundation's wait (a run of its own just ended, or no pass ran yet), or a
+            // handler of a run of its own is in progress, which may have made work since a pass of Foundation's side
+            // last ran (the loop's run would serve it only after this run of Foundation's): the run's first iteration
+            // runs a pass, which also sets the pass timer for the loop's next timer, so that Foundation sees that
+            // timer from the start (RunLoop.limitDate(forMode:)).
+            if !loop.isWaiting || loop.runDepth > 0 { passDue() }
         case .exit: foundationDepth -= 1
         default:
             // About to sleep. The loop's descriptor only tells of work while the loop counts as asleep, which a pass
             // leaves it and a run of its own ends (a run of Foundation's nested in a handler of the loop starts
-            // there): then a pass must come first, and Foundation must not sleep before it.
+            // there): then a pass must come first, and Foundation must not sleep before it. The timer, set for now,
+            // ends the wait at once.
             guard isValid, !loop.isWaiting, !isInsideFoundationRunOfLoopSide else { return }
-            CFRunLoopSourceSignal(passSource)
-            CFRunLoopWakeUp(runLoop)
+            passDue()
         }
+    }
+
+    /// Asks Foundation for a pass at once, through the pass timer (a timer's callout does not end
+    /// `RunLoop.run(mode:before:)`, a source's would): work was made on the loop's thread while the loop counted as
+    /// asleep, or a pass answered that more is ready. Loop thread only.
+    private func passDue() {
+        guard isValid else { return }
+        let now = CFAbsoluteTimeGetCurrent()
+        if passTimerIsScheduled && passTimerDate <= now { return }  // Due already.
+        setPassTimer(now)
+    }
+
+    /// Sets the pass timer for `date`, or now if that is earlier (in the timer's own callout CF keeps only a date
+    /// later than the one it fired for, else it moves the timer on by its interval), and puts it in Foundation's run
+    /// loop unless it is there. Loop thread only.
+    private func setPassTimer(_ date: CFAbsoluteTime) {
+        guard isValid else { return }  // Invalidated in the pass: the timer is out for good.
+        passTimerDate = max(date, CFAbsoluteTimeGetCurrent())
+        CFRunLoopTimerSetNextFireDate(passTimer, passTimerDate)
+        if !passTimerIsScheduled {
+            passTimerIsScheduled = true
+            CFRunLoopAddTimer(runLoop, passTimer, kCFRunLoopCommonModes)
+        }
+    }
+
+    /// The pass timer fired: unless the pass sets it again or takes it out, CF moves it on by its interval.
+    private func passTimerFired() {
+        passTimerDate = CFAbsoluteTimeGetCurrent() + Self.parkingInterval
+        foundationAskedForPass()
+    }
+
+    /// Takes the pass timer out of Foundation's run loop (no timer of the loop's, or the loop runs the thread and its
+    /// own runs serve its timers), unless it is out already. Loop thread only.
+    private func parkPassTimer() {
+        guard isValid, passTimerIsScheduled else { return }
+        passTimerIsScheduled = false
+        CFRunLoopRemoveTimer(runLoop, passTimer, kCFRunLoopCommonModes)
     }
 
     /// Whether Foundation's run in progress is the one the loop's side started (``runFoundation()``).
@@ -171,7 +245,8 @@ public final class FoundationBridge: @unchecked Sendable {
         foundationPollDepth != 0 && foundationDepth <= foundationPollDepth
     }
 
-    /// Foundation called one of the bridge's sources: the loop's descriptor is readable, or a pass asked for another.
+    /// Foundation called the bridge's source (the loop's descriptor is readable) or its pass timer fired (the loop's
+    /// next timer is due, or a pass was asked for).
     private func foundationAskedForPass() {
         guard isValid else { return }
         require(
@@ -179,12 +254,27 @@ public final class FoundationBridge: @unchecked Sendable {
             "RunLoopKitFoundation: Foundation's run loop called the bridge of \(loop) on another thread; bridge the "
                 + "loop of the thread that runs Foundation's run loop")
         // Inside the run of Foundation that the loop's side started: the loop runs already, further out.
-        if isInsideFoundationRunOfLoopSide { return }
+        if isInsideFoundationRunOfLoopSide {
+            parkPassTimer()
+            return
+        }
         let outer = hostPassDepth
         hostPassDepth = loop.runDepth + 1
-        let again = loop.runPass(in: mode, hostServesMainQueue: loop.isMain)
+        let nextTimer = loop.runHostTimedPass(in: mode, hostServesMainQueue: loop.isMain)
         hostPassDepth = outer
-        if again { CFRunLoopSourceSignal(passSource) }  // Foundation's next iteration runs it, without sleeping.
+        guard let nextTimer else {  // More is ready: Foundation's next iteration runs it, without sleeping.
+            setPassTimer(CFAbsoluteTimeGetCurrent())
+            return
+        }
+        if nextTimer == .max {
+            parkPassTimer()
+            return
+        }
+        // The loop's clock is monotonic, Foundation's dates are wall-clock times: CF turns the date back into its own
+        // monotonic time at once, so the two readings are a few microseconds apart. A timer fired that early finds
+        // the loop's timer not due yet, and the pass sets it again.
+        let now = MonotonicClock.now()
+        setPassTimer(CFAbsoluteTimeGetCurrent() + Double(max(nextTimer - now, 0)) / 1e9)
     }
 
     // MARK: The loop runs the thread
@@ -195,6 +285,7 @@ public final class FoundationBridge: @unchecked Sendable {
         guard isValid else { return }
         // Inside a pass Foundation's side started: Foundation's own iteration goes on after it.
         if hostPassDepth != 0 && loop.runDepth <= hostPassDepth { return }
+        parkPassTimer()  // The loop runs the thread: its own runs serve its timers.
         let foundationMode = foundationMode(of: loop.currentMode ?? mode)
         let outer = foundationPollDepth
         foundationPollDepth = foundationDepth + 1

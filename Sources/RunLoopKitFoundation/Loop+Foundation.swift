@@ -7,7 +7,10 @@ extension Loop {
     /// Joins this loop and Foundation's run loop of its thread, both ways: while Foundation runs the thread
     /// (`RunLoop.main.run()`, `RunLoop.current.run(mode:before:)`), every item of the loop runs inside Foundation's
     /// iterations; while the loop runs it (``run()``), Foundation's `Timer`s, `RunLoop.perform` blocks,
-    /// `NotificationQueue` and `FileHandle` notifications run inside the loop's passes. No polling either way.
+    /// `NotificationQueue` and `FileHandle` notifications run inside the loop's passes. No polling either way. The
+    /// loop's timers are timers to Foundation (a pass for them never ends `RunLoop.run(mode:before:)`, and
+    /// `RunLoop.limitDate(forMode:)` sees them); a pass for other threads' work or a ready descriptor is a handled
+    /// source, as a port's message would be.
     ///
     /// ```
     /// try Loop.main.bridgeToFoundation()   // then RunLoop.main.run(), or Loop.main.run(): both serve both

@@ -27,4 +27,13 @@ package enum TimerFD {
             timerfd_settime(descriptor, CInt(TFD_TIMER_ABSTIME), &spec, nil)
         }
     }
+
+    /// Disarms the timer: it does not expire until armed again, and an expiry not yet read is dropped, so the
+    /// descriptor stops polling readable. The corresponding C call is `timerfd_settime(2)` with a zero `it_value`.
+    package static func disarm(_ descriptor: CInt) throws(SystemError) {
+        var spec = itimerspec()
+        _ = try retryingOnInterrupt("timerfd_settime", on: descriptor) {
+            timerfd_settime(descriptor, 0, &spec, nil)
+        }
+    }
 }

@@ -11,7 +11,18 @@ let scenarios: [String: () -> Void] = [
     "idle-foundation-owns": { idleScenario(foundationOwns: true) },
     "idle-loop-owns": { idleScenario(foundationOwns: false) },
     "unbridged": unbridgedScenario,
+    "same-thread-foundation-owns": { sameThreadScenario(foundationOwns: true) },
+    "same-thread-loop-owns": { sameThreadScenario(foundationOwns: false) },
     "latency": latencyScenario,
 ]
+/// swift-corelibs-foundation's own tests (Upstream/), per owner of the thread and setting of the loop.
+var allScenarios = scenarios
+for owner in [UpstreamOwner.foundation, .loop] {
+    for setting in [UpstreamSetting.unbridged, .bridged, .items] {
+        allScenarios["upstream-\(owner.rawValue)-owns-\(setting.rawValue)"] = {
+            upstreamScenario(owner: owner, setting: setting)
+        }
+    }
+}
 
-runScenario(of: "foundation-check", from: scenarios)
+runScenario(of: "foundation-check", from: allScenarios)

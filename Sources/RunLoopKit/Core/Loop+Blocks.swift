@@ -101,6 +101,7 @@ extension Loop {
         if isTerminated { return false }
         if isCurrent {
             blocks.append(block, pool: inbox.segments)
+            noteLocalWork()
             return true
         }
         switch inbox.post(block, isClosureBlock: true) {

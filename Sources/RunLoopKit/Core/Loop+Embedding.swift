@@ -6,7 +6,8 @@ import RunLoopKitSystem
 /// The host waits on ``pollDescriptor`` with its own mechanism and, whenever that descriptor is readable (or
 /// ``runPass(in:)`` answered `true`), calls ``runPass(in:)``. Between two calls the loop counts as asleep: other
 /// threads that signal it, post blocks to it or change its items write its wake-up eventfd, which makes
-/// ``pollDescriptor`` readable, exactly as they would wake it from `epoll_wait`.
+/// ``pollDescriptor`` readable, exactly as they would wake it from `epoll_wait`; so does the host's own code when it
+/// posts a block to the loop or adds or moves a timer on the loop's thread between two passes.
 extension Loop {
     /// A descriptor that polls readable (`POLLIN`) when the loop has something to do: a ready descriptor source,
     /// a due timer (the timerfd is armed for the next one), or a wake-up from another thread (a signal, a block, an
@@ -57,8 +58,8 @@ extension Loop {
     ///
     /// The pass is `run(in: mode, for: .zero)`: entry and exit observers, blocks, signalled sources, due timers,
     /// ready descriptor sources (and Dispatch's main queue, on the main loop). Afterwards the loop announces that it
-    /// sleeps, so work sent from other threads wakes ``pollDescriptor``, and arms its timerfd for the mode's next
-    /// timer.
+    /// sleeps, so work sent from other threads (or made on the loop's thread before the next pass) wakes
+    /// ``pollDescriptor``, and arms its timerfd for the mode's next timer.
     ///
     /// `mode` must be a mode, not ``Mode/common`` (a set of modes, which CF's `CFRunLoopRunInMode` answers with
     /// "finished" at once): such a pass would run nothing and leave the host waiting for good, so it traps, saying so.
@@ -78,7 +79,40 @@ extension Loop {
     /// of the loop's own nested in the pass serve the queue as usual. Loop thread only.
     @discardableResult
     package func runPass(in mode: Mode, hostServesMainQueue: Bool) -> Bool {
-        preconditionOnLoopThread("runPass(in:)")
+        runHostPass(in: mode, hostServesMainQueue: hostServesMainQueue, caller: "runPass(in:)")
+        // A mode not named yet comes into being, so items added to it later wake the host.
+        if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && armTimer(until: .max)
+            && !isStillReadyAfterReports()
+        {
+            return false
+        }
+        poller.finishWaiting()
+        return true
+    }
+
+    /// ``runPass(in:hostServesMainQueue:)`` for a host that times the loop's timers with a timer of its own (the
+    /// Foundation bridge, whose CF timer makes the loop's timers count as timers in Foundation's terms): the pass
+    /// leaves the loop's timerfd disarmed, so a timer coming due never makes ``pollDescriptor`` readable, and answers
+    /// when the host must run the next pass for the timers. Loop thread only.
+    ///
+    /// - Returns: `nil` when work other than a timer is ready already (call again before waiting); else the
+    ///   monotonic time in nanoseconds of the loop's next timer or callback (the latest fire time its tolerance
+    ///   allows, as the loop's own sleep uses), `Int64.max` when there is none. Other threads' work and ready
+    ///   descriptors make ``pollDescriptor`` readable as after ``runPass(in:)``.
+    package func runHostTimedPass(in mode: Mode, hostServesMainQueue: Bool) -> Int64? {
+        runHostPass(in: mode, hostServesMainQueue: hostServesMainQueue, caller: "runPass(in:)")
+        if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && !isStillReadyAfterReports() {
+            poller.disarm()  // A run of the loop's own may have armed it; the host's timer stands in for it.
+            return min(timerTable.heap.firstLatestFireTime ?? .max, timerTable.callbacks.first?.latestFireTime ?? .max)
+        }
+        poller.finishWaiting()
+        return nil
+    }
+
+    /// The pass of ``runPass(in:hostServesMainQueue:)`` and ``runHostTimedPass(in:hostServesMainQueue:)``, before
+    /// the loop is readied for the host's wait.
+    private func runHostPass(in mode: Mode, hostServesMainQueue: Bool, caller: StaticString) {
+        preconditionOnLoopThread(caller)
         require(
             mode != .common,
             "RunLoopKit: runPass(in: .common) runs nothing: .common names the set of common modes, not a mode to run; "
@@ -97,14 +131,64 @@ extension Loop {
         _ = run(
             mode: mode, deadline: .min, pollOnce: true, returnAfterSourceHandled: false, hostPass: true)
         mainQueue.hostServedDepth = outerHostServedDepth
-        // A mode not named yet comes into being, so items added to it later wake the host.
-        if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && armTimer(until: .max)
-            && !isStillReadyAfterReports()
-        {
-            return false
+    }
+
+    /// For a host that serves Dispatch's main queue itself (CF's run loop on the main thread) and starts a run of its
+    /// own in a handler of the main loop's (a `RunLoop.run` nested in a block): stops watching the main queue's
+    /// eventfd at once, so that work queued before the host's run began wakes the host alone, which serves it, instead
+    /// of making ``pollDescriptor`` readable (a pass of the loop's, which would leave it to the host anyway). The
+    /// loop's run further out watches the eventfd again before it sleeps. Loop thread only; nothing on other loops.
+    package func leaveMainQueueToHost() {
+        preconditionOnLoopThread("leaveMainQueueToHost()")
+        if isMain { detachMainQueue() }
+    }
+
+    /// A bridge's call for work made on the loop's thread between two host passes (``setHostWorkHandler(by:_:)``).
+    package struct HostWorkHandler {
+        let owner: ObjectIdentifier
+        let call: @Sendable () -> Void
+    }
+
+    /// Makes `call` the way the host learns of work made on the loop's own thread while the loop counts as asleep
+    /// for it (between two host passes: a block posted, a timer added or moved, a callback scheduled): code of the
+    /// host's that runs there, which no eventfd write is needed to reach. Without a handler such work makes
+    /// ``pollDescriptor`` readable, as other threads' work does, when no run of the loop's own is in progress; a
+    /// bridge whose host counts every readiness of that descriptor as a handled source (CF's run loop) asks for a pass
+    /// its own way instead. `call` runs on the loop's thread, inside the call that made the work, also inside a
+    /// handler of a run of the loop's own after a host pass nested in it (the bridge knows whether its host's run is
+    /// in progress there; if not, that run serves the work itself), and must not run the loop. One handler per loop;
+    /// any thread (it takes effect before the loop's next pass).
+    package func setHostWorkHandler(by owner: AnyObject, _ call: @escaping @Sendable () -> Void) {
+        let handler = HostWorkHandler(owner: ObjectIdentifier(owner), call: call)
+        onLoopThread { [self] in runStack.hostWorkHandler = handler }
+    }
+
+    /// Ends ``setHostWorkHandler(by:_:)`` for `owner`. Any thread.
+    package func removeHostWorkHandler(by owner: AnyObject) {
+        let owner = ObjectIdentifier(owner)
+        onLoopThread { [self] in
+            if runStack.hostWorkHandler?.owner == owner { runStack.hostWorkHandler = nil }
         }
-        poller.finishWaiting()
-        return true
+    }
+
+    /// Work was made on the loop's thread: if the loop counts as asleep for a host (a host pass left it so; only
+    /// after a host pass does code run on the loop's thread while it does), the host must learn of it, or it would
+    /// wait for an unrelated wake-up. One relaxed load otherwise. Loop thread only.
+    @inline(__always)
+    func noteLocalWork() {
+        if poller.isWaiting.load(ordering: .relaxed) { tellHostOfLocalWork() }
+    }
+
+    @inline(never)
+    private func tellHostOfLocalWork() {
+        if let handler = runStack.hostWorkHandler {
+            handler.call()
+        } else if runStack.depth == 0 {
+            // Inside a run of the loop's own, a host pass nested in one of its handlers left the loop counted as
+            // asleep: that run serves the work before it sleeps, and an eventfd write would only wake it once more
+            // (a loop that drives the GLib context it is attached to would never stop).
+            poller.wakeIfSleeping()
+        }
     }
 
     /// Whether the epoll set is still readable after a pass whose wait reported descriptor sources: a handler that

@@ -11,6 +11,7 @@ extension Loop {
         timer.sequence = timerTable.takeSequence()
         timerTable.heap.insert(timer)
         timer.state = .scheduled
+        noteLocalWork()
     }
 
     /// Takes `timer` out of the heap or the parked list; it stays valid. Loop thread only.
@@ -258,6 +259,7 @@ extension Loop {
         }
         countCallback(inMode: modeID, by: 1)
         let sequence = timerTable.takeSequence()
+        defer { noteLocalWork() }
         return timerTable.callbacks.insert(
             fireTime: fireTime, latestFireTime: fireTime.addingSaturating(tolerance), sequence: sequence,
             modeID: modeID,

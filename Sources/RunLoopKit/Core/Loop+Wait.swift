@@ -14,6 +14,8 @@ extension Loop {
         if !poll { notifyObservers(.beforeWaiting) }
         var block = !poll
         if block, let state = runStack.mode {
+            // A host's pass or run nested in a handler of this run left the main queue to the host: watch it again.
+            if mainQueue.descriptor == nil && servesMainQueue(in: state) { attachMainQueue() }
             block = announceSleep(in: state) && armTimer(until: runStack.deadline)
         }
         let buffer = scratch.eventBuffer(depth: runStack.depth)

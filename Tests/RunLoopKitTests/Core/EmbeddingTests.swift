@@ -144,6 +144,40 @@ import Testing
         host.signalAndExpectDelivery(whenAlso: { host.loop.value!.isWaiting })
     }
 
+    /// The host's own code makes work on the loop's thread between two passes (a block, a 5 ms timer): the
+    /// descriptor becomes readable, so the host's wait ends and its passes run both. (Before, the block only queued
+    /// locally and the timer armed nothing: the host slept until an unrelated wake-up.)
+    @Test func workMadeOnTheLoopsThreadBetweenPassesEndsTheHostsWait() throws {
+        let outcome = Box<(blockRan: Bool, timerFired: Bool, waitsEndedByTimeLimit: Int)>()
+        let thread = TestThread {
+            let loop = Loop.current
+            let keepAlive = LoopSource { _ in }
+            try! loop.add(keepAlive)
+            var timedOut = 0
+            /// Waits up to 5 s for the descriptor, then runs passes until none is ready.
+            func waitAndPass() {
+                var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)
+                if poll(&entry, 1, 5_000) == 0 { timedOut += 1 }
+                while loop.runPass() {}
+            }
+            while loop.runPass() {}
+            let ran = ItemsSupport.Flag()
+            loop.perform { ran.set() }  // Between passes, on the loop's thread.
+            waitAndPass()
+            let fired = ItemsSupport.Flag()
+            try! loop.add(try! LoopTimer(after: .milliseconds(5)) { _ in fired.set() })
+            waitAndPass()  // The pass that arms the timerfd.
+            if !fired.isSet { waitAndPass() }  // The timer's.
+            outcome.value = (ran.isSet, fired.isSet, timedOut)
+            keepAlive.invalidate()
+        }
+        thread.join()
+        let result = try #require(outcome.value)
+        #expect(result.blockRan)
+        #expect(result.timerFired)
+        #expect(result.waitsEndedByTimeLimit == 0)
+    }
+
     @Test func aHostWaitsWhileTheLoopHasNothingToDo() throws {
         let report = HostReport()
         let stop = ItemsSupport.Flag()

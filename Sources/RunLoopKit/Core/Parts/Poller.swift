@@ -260,4 +260,19 @@ final class Poller: Sendable {
         }
         armedDeadline = deadline
     }
+
+    /// Disarms the timerfd if a run of the loop's own armed it, so that it cannot make ``epoll`` (and a host's set)
+    /// readable, also with an expiry that came after the last `epoll_wait`: for a host that times the loop's timers
+    /// itself (``Loop/runHostTimedPass(in:hostServesMainQueue:)``). No system call when it is disarmed already. Loop
+    /// thread only.
+    func disarm() {
+        guard armedDeadline != nil else { return }
+        armedDeadline = nil
+        timerArms.add(1, ordering: .relaxed)
+        do {
+            try TimerFD.disarm(timerDescriptor)
+        } catch {
+            trap("RunLoopKit: timerfd_settime on the loop's own timerfd failed: \(error)")
+        }
+    }
 }

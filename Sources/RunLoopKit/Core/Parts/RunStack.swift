@@ -21,6 +21,9 @@ struct RunStack {
     /// Bridges' calls at the entry and exit of each run that is not a host's pass (``Loop/watchOwnRuns(by:_:)``);
     /// usually none.
     var ownRunWatchers: [Loop.OwnRunWatcher] = []
+    /// A bridge's call for work made on the loop's thread while the loop counts as asleep for its host
+    /// (``Loop/setHostWorkHandler(by:_:)``); `nil`: such work wakes the host through ``Loop/pollDescriptor``.
+    var hostWorkHandler: Loop.HostWorkHandler?
 
     /// Makes a run of `mode` until `deadline` the innermost; answers what it replaced.
     mutating func push(_ mode: ModeState, deadline: Int64) -> Frame {
