@@ -71,6 +71,10 @@ public final class FoundationBridge: @unchecked Sendable {
     /// Whether ``passTimer`` is in Foundation's run loop (in its common modes): it is taken out while no pass is due,
     /// so that Foundation's next timer (`RunLoop.limitDate(forMode:)`) is only ever the loop's next timer or its own.
     private var passTimerIsScheduled = true
+    /// The loop's next timer (monotonic nanoseconds) ``passTimer`` was last set for by a pass, or `nil` when it was
+    /// set otherwise since (for now, or moved on by CF when it fired): a pass that finds the same next timer leaves
+    /// the timer alone instead of setting it again (CF re-arms its timer descriptor on every set). Loop thread only.
+    private var passTimerLoopDeadline: Int64?
     /// The last mode of the app's own ``foundationMode(of:)`` answered, with Foundation's name for it.
     private var lastFoundationMode: (Loop.Mode, CFRunLoopMode)?
 
@@ -218,6 +222,7 @@ public final class FoundationBridge: @unchecked Sendable {
     /// loop unless it is there. Loop thread only.
     private func setPassTimer(_ date: CFAbsoluteTime) {
         guard isValid else { return }  // Invalidated in the pass: the timer is out for good.
+        passTimerLoopDeadline = nil
         passTimerDate = max(date, CFAbsoluteTimeGetCurrent())
         CFRunLoopTimerSetNextFireDate(passTimer, passTimerDate)
         if !passTimerIsScheduled {
@@ -229,6 +234,7 @@ public final class FoundationBridge: @unchecked Sendable {
     /// The pass timer fired: unless the pass sets it again or takes it out, CF moves it on by its interval.
     private func passTimerFired() {
         passTimerDate = CFAbsoluteTimeGetCurrent() + Self.parkingInterval
+        passTimerLoopDeadline = nil
         foundationAskedForPass()
     }
 
@@ -237,6 +243,7 @@ public final class FoundationBridge: @unchecked Sendable {
     private func parkPassTimer() {
         guard isValid, passTimerIsScheduled else { return }
         passTimerIsScheduled = false
+        passTimerLoopDeadline = nil
         CFRunLoopRemoveTimer(runLoop, passTimer, kCFRunLoopCommonModes)
     }
 
@@ -270,11 +277,14 @@ public final class FoundationBridge: @unchecked Sendable {
             parkPassTimer()
             return
         }
+        // Set for that timer already (a pass for a descriptor or another thread's work, the next timer unchanged).
+        if passTimerIsScheduled && passTimerLoopDeadline == nextTimer { return }
         // The loop's clock is monotonic, Foundation's dates are wall-clock times: CF turns the date back into its own
         // monotonic time at once, so the two readings are a few microseconds apart. A timer fired that early finds
         // the loop's timer not due yet, and the pass sets it again.
         let now = MonotonicClock.now()
         setPassTimer(CFAbsoluteTimeGetCurrent() + Double(max(nextTimer - now, 0)) / 1e9)
+        passTimerLoopDeadline = nextTimer
     }
 
     // MARK: The loop runs the thread
