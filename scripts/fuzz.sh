@@ -18,6 +18,9 @@ if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 
+# Under CI=true every run starts from the same seed (RUNLOOPKIT_FUZZ_SEED overrides it), so a red CI can be rerun as
+# it was; elsewhere libFuzzer picks one from the clock, to explore anew each time.
+seed=${RUNLOOPKIT_FUZZ_SEED:-$([[ "${CI:-}" == true ]] && echo 1 || echo 0)}
 merge=false
 if [[ "${1:-}" == "--merge" ]]; then
     merge=true
@@ -60,7 +63,7 @@ for target in "${targets[@]}"; do
     # The Swift runtime's backtracer would stand in AddressSanitizer's way; leaks are not this fuzzer's findings
     # (the runtime's caches look like leaks to LeakSanitizer).
     RUNLOOPKIT_FUZZ_TARGET="$target" SWIFT_BACKTRACE=enable=no "$binary" \
-        -max_total_time="$seconds" -malloc_limit_mb=64 -rss_limit_mb=1024 -max_len=4096 -detect_leaks=0 \
+        -max_total_time="$seconds" -seed="$seed" -malloc_limit_mb=64 -rss_limit_mb=1024 -max_len=4096 -detect_leaks=0 \
         -print_final_stats=1 -artifact_prefix="$artifacts/$target-" "$work" "$corpus" >"$log" 2>&1 || status=$?
     elapsed=$(($(date +%s) - started))
     executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

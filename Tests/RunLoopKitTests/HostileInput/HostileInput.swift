@@ -151,8 +151,17 @@ enum HostileInput {
             return problems + typed(error, [.invalidArgument, .unsupported], "request")
         }
         guard let request else { return problems }
-        if !request.path.hasPrefix("/") || request.path.contains("//") || request.path.contains("/./")
-            || request.path.contains("/../") || request.path.hasSuffix("/..") || request.path.hasSuffix("/.")
+        // Bytes, as systemd's path_is_normalized reads them: String's own contains and hasPrefix compare characters,
+        // and "/" followed by a combining mark is one character that is not "/".
+        let path = Array(request.path.utf8)
+        func holds(_ part: String) -> Bool {
+            let part = Array(part.utf8)
+            return path.count >= part.count
+                && (0...(path.count - part.count)).contains { path[$0..<$0 + part.count].elementsEqual(part) }
+        }
+        func ends(with part: String) -> Bool { path.reversed().starts(with: part.utf8.reversed()) }
+        if path.first != UInt8(ascii: "/") || holds("//") || holds("/./") || holds("/../") || ends(with: "/..")
+            || ends(with: "/.")
         {
             problems.append("path not normalized: \(request.path)")
         }
