@@ -43,7 +43,7 @@ extension Loop: CustomStringConvertible {
             }
         }
         if timerTable.callbacks.count > 0 {
-            let next = timerTable.callbacks.first.map { " (next at \(Instant(nanoseconds: $0.fireTime)))" } ?? ""
+            let next = timerTable.firstCallbackFireTime.map { " (next at \(Instant(nanoseconds: $0)))" } ?? ""
             text += "\n  one-shot callbacks scheduled: \(timerTable.callbacks.count)\(next)"
         }
         let waiting = blocks.count

@@ -103,7 +103,7 @@ extension Loop {
         runHostPass(in: mode, hostServesMainQueue: hostServesMainQueue, caller: "runPass(in:)")
         if announceSleep(in: self.mode(named: mode), evenIfEmpty: true) && !isStillReadyAfterReports() {
             poller.disarm()  // A run of the loop's own may have armed it; the host's timer stands in for it.
-            return min(timerTable.heap.firstLatestFireTime ?? .max, timerTable.callbacks.first?.latestFireTime ?? .max)
+            return timerTable.firstLatestFireTime ?? .max
         }
         poller.finishWaiting()
         return nil

@@ -148,7 +148,7 @@ extension Loop {
             if timer.state == .idle {
                 schedule(timer)
             } else if timer.state == .parked, state === runStack.mode {
-                timerTable.parked.removeAll { $0 === timer }
+                timerTable.removeParked(timer)
                 schedule(timer)
             }
         case .descriptor(let source):

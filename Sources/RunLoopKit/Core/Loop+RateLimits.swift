@@ -6,7 +6,7 @@ import RunLoopKitSystem
 /// without a limit); the rest, here, runs only when a limit is set, a pause begins or a pause ends.
 ///
 /// A pause is ended by a one-shot callback of the loop's own table, scheduled for every mode
-/// (``CallbackTimers/anyModeID``) and keeping no run alive: the paused item, still in its modes, does that.
+/// (``CallbackSlots/anyModeID``) and keeping no run alive: the paused item, still in its modes, does that.
 extension Loop {
     /// Applies what was last asked of `item`'s rate limit: counts by the new limit, or, with none, stops counting and
     /// ends a pause at once. Loop thread only.
@@ -94,12 +94,12 @@ extension Loop {
         let sequence = timerTable.takeSequence()
         let end = limiter.windowEnd
         let carried = UncheckedItem(item)
-        let resume = CallbackTimers.Stored { [unowned self] in
+        let resume = CallbackSlots.Stored { [unowned self] in
             guard let limiter = carried.item.base.existingRateLimiter, limiter.isPaused else { return }
             endRateLimitPause(of: carried.item, limiter, cancellingCallback: false)
         }
-        limiter.resumeCallback = timerTable.callbacks.insert(
-            fireTime: end, latestFireTime: end, sequence: sequence, modeID: CallbackTimers.anyModeID, remoteID: 0,
+        limiter.resumeCallback = timerTable.insertCallback(
+            fireTime: end, latestFireTime: end, sequence: sequence, modeID: CallbackSlots.anyModeID, remoteID: 0,
             callback: resume)
         if case .descriptor(let source) = item, let watch = source.watch { refresh(watch) }
         return true
@@ -110,8 +110,8 @@ extension Loop {
     /// scheduled to fire once). The rate-limit handler is told, unless the item was invalidated. Loop thread only.
     func endRateLimitPause(of item: AnyItem, _ limiter: RateLimiter, cancellingCallback: Bool) {
         if cancellingCallback, let (slot, generation) = limiter.resumeCallback {
-            var released = CallbackTimers.Stored.nothing
-            if let ended = timerTable.callbacks.cancel(slot: slot, generation: generation, released: &released) {
+            var released = CallbackSlots.Stored.nothing
+            if let ended = timerTable.cancel(slot: slot, generation: generation, released: &released) {
                 callbackEnded(ended)
             }
             limiter.endPause()

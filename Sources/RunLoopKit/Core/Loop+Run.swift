@@ -161,33 +161,11 @@ extension Loop {
         return named ? mode(named: name) : nil
     }
 
-    /// Puts back in play what was set aside while `state` was not running: due callbacks, due timers and ready
+    /// Puts back in play what was set aside while `state` was not running: due timers and callbacks and ready
     /// descriptors parked because none of their modes ran.
     func enter(_ state: ModeState) {
-        if !timerTable.callbacks.parked.isEmpty {
-            timerTable.callbacks.unpark { modeID in callbackRuns(modeID: modeID, in: state) }
-        }
         // Checked here, where it costs a load: a run's entry (each nested run's exit too) usually has nothing parked.
-        if !timerTable.parked.isEmpty { resumeParked(\.timerTable.parked, in: state, with: schedule) }
+        if !timerTable.parked.isEmpty { resumeParkedTimers(in: state) }
         if !descriptorTable.parked.isEmpty { resumeParkedWatches(in: state) }
-    }
-
-    /// Takes out of the parked list at `list` each item that is in `state` (the others keep their place) and hands it
-    /// to `resume`, after it left the list.
-    private func resumeParked<Item: LoopItem>(
-        _ list: ReferenceWritableKeyPath<Loop, [Item]>,
-        in state: ModeState,
-        with resume: (Item) -> Void
-    ) {
-        var index = 0
-        while index < self[keyPath: list].count {
-            let item = self[keyPath: list][index]
-            if item.isIn(modeID: state.id) {
-                self[keyPath: list].remove(at: index)
-                resume(item)
-            } else {
-                index += 1
-            }
-        }
     }
 }

@@ -56,7 +56,7 @@ extension Loop {
         at fireNanoseconds: Int64,
         _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: fireNanoseconds, tolerance: 0, in: nil, CallbackTimers.Stored(callback))
+        try schedule(at: fireNanoseconds, tolerance: 0, in: nil, CallbackSlots.Stored(callback))
     }
 
     /// ``schedule(at:tolerance:in:_:)`` with a tolerance or in another mode.
@@ -67,7 +67,7 @@ extension Loop {
         in mode: Mode,
         _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try scheduleChecked(at: fireTime, tolerance: tolerance, in: mode, CallbackTimers.Stored(callback))
+        try scheduleChecked(at: fireTime, tolerance: tolerance, in: mode, CallbackSlots.Stored(callback))
     }
 
     /// Schedules a call of `function(argument)` once on the loop's thread at `fireTime` (or up to `tolerance`
@@ -108,7 +108,7 @@ extension Loop {
         _ function: @convention(c) (Int) -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try schedule(
-            at: fireNanoseconds, tolerance: 0, in: nil, CallbackTimers.Stored(function: function, argument: argument))
+            at: fireNanoseconds, tolerance: 0, in: nil, CallbackSlots.Stored(function: function, argument: argument))
     }
 
     /// ``schedule(at:tolerance:in:with:_:)`` with a tolerance or in another mode.
@@ -121,7 +121,7 @@ extension Loop {
         _ function: @convention(c) (Int) -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try scheduleChecked(
-            at: fireTime, tolerance: tolerance, in: mode, CallbackTimers.Stored(function: function, argument: argument))
+            at: fireTime, tolerance: tolerance, in: mode, CallbackSlots.Stored(function: function, argument: argument))
     }
 
     /// Schedules a call of `function(argument)` once `delay` from now; see ``schedule(at:tolerance:in:with:_:)``.
@@ -142,7 +142,7 @@ extension Loop {
         at fireTime: Instant,
         tolerance: Duration?,
         in mode: Mode,
-        _ callback: consuming CallbackTimers.Stored
+        _ callback: consuming CallbackSlots.Stored
     ) throws(LoopError) -> ScheduledCallback {
         let toleranceNanoseconds = try LoopTimer.checkedNanoseconds(ofTolerance: tolerance)
         return try schedule(at: fireTime.nanoseconds, tolerance: toleranceNanoseconds, in: mode, callback)
@@ -154,7 +154,7 @@ extension Loop {
         at fireNanoseconds: Int64,
         tolerance toleranceNanoseconds: Int64,
         in mode: Mode?,
-        _ callback: consuming CallbackTimers.Stored
+        _ callback: consuming CallbackSlots.Stored
     ) throws(LoopError) -> ScheduledCallback {
         guard !isTerminated else { throw terminatedLoopError }  // A parent's loop in a fork() child included.
         if isCurrent {
@@ -193,7 +193,8 @@ extension Loop {
     /// know (a server's connection timeouts, a batch of deadlines), where a doubling would otherwise copy the whole
     /// table in the middle of the burst and the first use of each new page would fault it in. libuv users own
     /// their `uv_timer_t`s and set them up ahead in the same way. It costs O(`count`) once and the memory stays the
-    /// loop's (about 72 bytes per callback); a `count` within the current size does nothing.
+    /// loop's (about 64 bytes per callback: a 40-byte slot and a 24-byte heap entry); a `count` within the current
+    /// size does nothing.
     /// - Throws: ``LoopError/Code/invalidArgument`` for a negative `count` or one above `Int32.max`;
     ///   ``LoopError/Code/loopTerminated`` once the loop's thread has exited (or for a loop made before `fork()`,
     ///   in the child).
@@ -203,10 +204,10 @@ extension Loop {
         }
         guard !isTerminated else { throw terminatedLoopError }
         if isCurrent {
-            timerTable.callbacks.reserve(count)
+            timerTable.reserve(count)
             return
         }
-        let posting = inbox.post(change: { [self] in timerTable.callbacks.reserve(count) })
+        let posting = inbox.post(change: { [self] in timerTable.reserve(count) })
         guard posting != .refused else { throw LoopError(.loopTerminated, message: "the loop's thread has exited") }
         if posting == .queuedFirst { poller.wakeIfSleeping() }
     }
@@ -234,7 +235,7 @@ extension Loop {
 /// A callback on its way to the loop's thread. Sendable by construction: its closure is `@Sendable`, and a C
 /// function and a word carry no state.
 private struct UncheckedCallback: @unchecked Sendable {
-    let callback: CallbackTimers.Stored
+    let callback: CallbackSlots.Stored
 
-    init(_ callback: consuming CallbackTimers.Stored) { self.callback = callback }
+    init(_ callback: consuming CallbackSlots.Stored) { self.callback = callback }
 }

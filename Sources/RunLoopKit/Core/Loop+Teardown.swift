@@ -19,10 +19,7 @@ extension Loop {
         }
         forgetRegistrations()  // Each source is registered afresh by the loop it joins next, if any.
         descriptorTable.failed.removeAll()  // Last calls no run of their modes made: the thread is gone.
-        timerTable.parked.removeAll()
-        let callbacks = timerTable.callbacks.removeAll()
-        timerTable.remoteCallbacks.removeAll()
-        timerTable.commonCallbackCount = 0
+        let callbacks = timerTable.removeAll()  // The timers left with their modes; the callbacks remain.
         signalStack.popAll { $0.queued = false }
         for source in signalStack.pending { source.queued = false }  // Still signalled: performed where it goes next.
         signalStack.pending.removeAll()

@@ -1,15 +1,15 @@
 import RunLoopKitSystem
 
 /// Timers: every step of a ``LoopTimer`` and a one-shot callback from scheduling to firing, as libuv keeps its
-/// timers in one file. A scheduled timer sits in the timer table's heap, keyed by its latest fire time; the loop
-/// arms its timerfd for the first key before it sleeps (at most once per sleep), and fires what is due at step 9 of
-/// a pass, in key order, parking what is due while none of its modes runs.
+/// timers in one file. Both kinds sit in the timer table's one heap, keyed by latest fire time and then sequence; the
+/// loop arms its timerfd for the first key before it sleeps (at most once per sleep), and fires what is due at step 9
+/// of a pass, in key order, parking what is due while none of its modes runs.
 extension Loop {
     /// Puts `timer` in the heap for its current deadline. Loop thread only.
     func schedule(_ timer: LoopTimer) {
         timer.latestFireTime = timer.fireTime.addingSaturating(timer.toleranceNanoseconds)
         timer.sequence = timerTable.takeSequence()
-        timerTable.heap.insert(timer)
+        timerTable.insert(timer)
         timer.state = .scheduled
         noteLocalWork()
     }
@@ -17,8 +17,8 @@ extension Loop {
     /// Takes `timer` out of the heap or the parked list; it stays valid. Loop thread only.
     func unschedule(_ timer: LoopTimer) {
         switch timer.state {
-        case .scheduled: timerTable.heap.remove(timer)
-        case .parked: timerTable.parked.removeAll { $0 === timer }
+        case .scheduled: timerTable.remove(timer)
+        case .parked: timerTable.removeParked(timer)
         case .idle, .due, .firing: break
         }
         timer.state = .idle
@@ -112,11 +112,11 @@ extension Loop {
         timer.formerModes = former
     }
 
-    /// Arms the timerfd for the earlier of the first timer's latest fire time and `deadline`; answers false, arming
-    /// nothing, when that time has come or is closer than ``sleepHorizon`` (so the loop polls instead of sleeping).
+    /// Arms the timerfd for the earlier of the first timer's or callback's latest fire time and `deadline`; answers
+    /// false, arming nothing, when that time has come or is closer than ``sleepHorizon`` (so the loop polls instead of
+    /// sleeping).
     func armTimer(until deadline: Int64) -> Bool {
-        let wakeTime = min(
-            timerTable.heap.firstLatestFireTime ?? .max, timerTable.callbacks.first?.latestFireTime ?? .max, deadline)
+        let wakeTime = min(timerTable.firstLatestFireTime ?? .max, deadline)
         guard wakeTime != .max else { return true }
         let now = MonotonicClock.now()
         guard wakeTime - now > Self.sleepHorizon else { return false }
@@ -133,66 +133,75 @@ extension Loop {
     static let sleepHorizon: Int64 = 20_000
 
     /// Step 9a: fires the running mode's due timers and callbacks, in order of latest fire time (fire time when no
-    /// tolerance), then of scheduling.
+    /// tolerance), then of scheduling, whatever their kind.
     ///
     /// Due timers and callbacks of modes not running are parked until one of their modes runs. A repeating timer is
-    /// put back on its grid after its handler; a one-shot timer is spent (invalid, out of its modes, until re-armed). Everything due when the pass looked
-    /// fires in this pass; what a handler schedules for now waits for the next one.
+    /// put back on its grid after its handler; a one-shot timer is spent (invalid, out of its modes, until re-armed).
+    /// Everything due when the pass looked fires in this pass; what a handler schedules for now waits for the next
+    /// one. As the heap is ordered by latest fire time, taking stops at the first entry not yet due.
     func fireDueTimers() {
         guard let state = runStack.mode else { return }
-        let nextTimer = timerTable.heap.firstFireTime ?? .max
-        let nextCallback = timerTable.callbacks.first?.fireTime ?? .max
-        guard min(nextTimer, nextCallback) != .max else { return }
+        let next = timerTable.firstFireTime
+        guard next != .max else { return }
         let now = MonotonicClock.now()
-        guard min(nextTimer, nextCallback) <= now else { return }
+        guard next <= now else { return }
         var due = scratch.timers.take()
-        if nextTimer <= now { takeDueTimers(before: now, in: state, into: &due) }
-        var dueCallbacks = scratch.callbacks.take()
-        while let first = timerTable.callbacks.first, first.fireTime <= now {
-            let entry = timerTable.callbacks.takeFirstAsDue()
-            if callbackRuns(modeID: timerTable.callbacks.modeID(ofSlot: entry.slot), in: state) {
-                dueCallbacks.append(entry)
+        repeat {
+            let entry = timerTable.takeFirstAsDue()
+            if entry.isTimer {
+                entry.timerReference._withUnsafeGuaranteedRef { timer in
+                    if timer.isIn(modeID: state.id) {
+                        timer.state = .due
+                        // Retained while listed: a handler may take an earlier one out of its modes, which held it.
+                        _ = entry.timerReference.retain()
+                        due.append(entry)
+                    } else {
+                        timer.state = .parked
+                        timerTable.park(entry)
+                    }
+                }
+            } else if callbackRuns(modeID: timerTable.modeID(of: entry), in: state) {
+                due.append(entry)
             } else {
-                timerTable.callbacks.park(entry)
+                timerTable.park(entry)
             }
-        }
-        // Both lists are in heap order: merge them, so timers and callbacks fire in one order.
-        var timerIndex = 0
-        var callbackIndex = 0
-        while timerIndex < due.count || callbackIndex < dueCallbacks.count {
-            if callbackIndex < dueCallbacks.count,
-                timerIndex == due.count
-                    || due[timerIndex]._withUnsafeGuaranteedRef({ dueCallbacks[callbackIndex].precedes($0) })
-            {
-                fire(dueCallbacks[callbackIndex])
-                callbackIndex += 1
+        } while timerTable.firstFireTime <= now
+        for index in due.indices {
+            let entry = due[index]
+            if entry.isTimer {
+                entry.timerReference._withUnsafeGuaranteedRef { fire($0, in: state) }
+                entry.timerReference.release()  // The timer may go now, if nothing else holds it.
             } else {
-                due[timerIndex]._withUnsafeGuaranteedRef { fire($0, in: state) }
-                due[timerIndex].release()  // Taken by `takeDueTimers`; the timer may go now, if nothing else holds it.
-                timerIndex += 1
+                fire(callback: entry)
             }
         }
         scratch.timers.give(&due)
-        scratch.callbacks.give(&dueCallbacks)
     }
 
-    /// Moves the timers due by `now` from the heap to `due` (retained there until fired: a handler may take an
-    /// earlier one out of its modes, which held it), or to the parked list when the running mode is not theirs.
-    /// The timers are reached without retaining them one by one.
-    private func takeDueTimers(before now: Int64, in state: ModeState, into due: inout [Unmanaged<LoopTimer>]) {
-        while let reference = timerTable.heap.firstReference, reference._withUnsafeGuaranteedRef({ $0.fireTime <= now })
-        {
-            reference._withUnsafeGuaranteedRef { timer in
-                timerTable.heap.remove(timer)
-                if timer.isIn(modeID: state.id) {
-                    timer.state = .due
-                    due.append(reference.retain())
-                } else {
-                    timer.state = .parked
-                    timerTable.parked.append(timer)
-                }
+    /// Puts back in the heap each parked timer and callback that runs in `state` (the others keep their place): a
+    /// timer is scheduled afresh (a new sequence), a callback keeps its key. Loop thread only.
+    func resumeParkedTimers(in state: ModeState) {
+        var index = 0
+        while index < timerTable.parked.count {
+            let entry = timerTable.parked[index]
+            guard runs(entry, in: state) else {
+                index += 1
+                continue
+            }
+            timerTable.parked.remove(at: index)
+            if entry.isTimer {
+                schedule(entry.timerReference.takeUnretainedValue())
+            } else {
+                timerTable.unpark(callback: entry)
             }
         }
+    }
+
+    /// Whether the timer or callback `entry` names may fire in a run of `state`: the one mode test of both kinds (a
+    /// timer by its memberships, a callback by its slot's mode id).
+    private func runs(_ entry: TimerEntry, in state: ModeState) -> Bool {
+        if entry.isTimer { return entry.timerReference._withUnsafeGuaranteedRef { $0.isIn(modeID: state.id) } }
+        return callbackRuns(modeID: timerTable.modeID(of: entry), in: state)
     }
 
     private func fire(_ timer: LoopTimer, in state: ModeState) {
@@ -205,7 +214,7 @@ extension Loop {
         // (CF fires it anyway): it waits, due, for one of its modes to run.
         guard timer.isIn(modeID: state.id) else {
             timer.state = .parked
-            timerTable.parked.append(timer)
+            timerTable.park(TimerEntry(timer))
             return
         }
         if timer.appliedRateLimiter != nil && rateLimitHoldsBack(timer) { return }
@@ -225,9 +234,9 @@ extension Loop {
     }
 
     /// Runs a due callback unless an earlier handler of this pass cancelled it; its slot is free before it runs.
-    private func fire(_ entry: CallbackTimers.Entry) {
-        var callback = CallbackTimers.Stored.nothing
-        guard let slot = timerTable.callbacks.takeForFiring(entry, callback: &callback) else { return }
+    private func fire(callback entry: TimerEntry) {
+        var callback = CallbackSlots.Stored.nothing
+        guard let slot = timerTable.takeForFiring(entry, callback: &callback) else { return }
         callbackEnded(slot)
         MetricsKeeper.bump(metricsKeeper.callbacksRun)
         callback.run()
@@ -242,28 +251,32 @@ extension Loop {
         return overflow ? .max : fired.addingSaturating(offset)
     }
 
+    /// Stores a callback in the timer table for `fireTime` in `mode` (`nil`: the default mode) and counts it in that
+    /// mode's keep-alive count; answers its slot and generation. Inlined: a call that schedules in the default mode
+    /// then folds the mode test away (out of line, W3f's scheduling took 55 instructions more a callback). Loop
+    /// thread only.
+    @inline(__always)
     func insertCallback(
         fireTime: Int64,
         tolerance: Int64,
         mode: Mode?,
         remoteID: UInt64,
-        _ callback: consuming CallbackTimers.Stored
+        _ callback: consuming CallbackSlots.Stored
     ) -> (slot: Int32, generation: UInt32) {
         let modeID: Int32
         if mode == nil || mode == .default {  // `nil`: the default mode, without a name to compare.
             modeID = 0  // The loop's first mode, made with it.
         } else if mode == .common {
-            modeID = CallbackTimers.commonModeID
+            modeID = CallbackSlots.commonModeID
         } else {
             modeID = Int32(self.mode(named: mode.unsafelyUnwrapped).id)
         }
         countCallback(inMode: modeID, by: 1)
         let sequence = timerTable.takeSequence()
         defer { noteLocalWork() }
-        return timerTable.callbacks.insert(
+        return timerTable.insertCallback(
             fireTime: fireTime, latestFireTime: fireTime.addingSaturating(tolerance), sequence: sequence,
-            modeID: modeID,
-            remoteID: remoteID, callback: callback)
+            modeID: modeID, remoteID: remoteID, callback: callback)
     }
 
     func slotAndGeneration(of callback: ScheduledCallback) -> (Int32, UInt32)? {
@@ -274,8 +287,8 @@ extension Loop {
 
     func cancelNow(_ callback: ScheduledCallback) {
         guard let (slot, generation) = slotAndGeneration(of: callback) else { return }
-        var released = CallbackTimers.Stored.nothing
-        guard let state = timerTable.callbacks.cancel(slot: slot, generation: generation, released: &released) else {
+        var released = CallbackSlots.Stored.nothing
+        guard let state = timerTable.cancel(slot: slot, generation: generation, released: &released) else {
             return
         }
         callbackEnded(state)
@@ -283,7 +296,7 @@ extension Loop {
     }
 
     /// Books a callback's end (fired or cancelled): its mode's keep-alive count, and its remote id.
-    func callbackEnded(_ state: CallbackTimers.Ending) {
+    func callbackEnded(_ state: CallbackSlots.Ending) {
         countCallback(inMode: state.modeID, by: -1)
         if state.remoteID != 0 { timerTable.remoteCallbacks[state.remoteID] = nil }
     }
@@ -291,9 +304,9 @@ extension Loop {
     /// Scheduled callbacks keep runs of their mode going: they count in its keep-alive count (or, for the common
     /// modes, in ``commonCallbackCount``).
     private func countCallback(inMode modeID: Int32, by delta: Int) {
-        if modeID == CallbackTimers.anyModeID {
+        if modeID == CallbackSlots.anyModeID {
             return  // The loop's own: keeps nothing alive.
-        } else if modeID == CallbackTimers.commonModeID {
+        } else if modeID == CallbackSlots.commonModeID {
             timerTable.commonCallbackCount += delta
         } else {
             modeTable.list[Int(modeID)].adjustKeepAliveCount(by: delta)
@@ -303,6 +316,6 @@ extension Loop {
     /// Whether the callback of mode `modeID` may fire in a run of `state`.
     func callbackRuns(modeID: Int32, in state: ModeState) -> Bool {
         guard modeID < 0 else { return modeID == Int32(state.id) }
-        return modeID == CallbackTimers.anyModeID || state.isCommon
+        return modeID == CallbackSlots.anyModeID || state.isCommon
     }
 }

@@ -39,8 +39,8 @@ enum AsyncSupport {
         }
         footprint.registrations = loop.descriptorTable.registered.count
         footprint.parkedDescriptors = loop.descriptorTable.parked.count
-        footprint.scheduledTimers = loop.timerTable.heap.count
-        footprint.parkedTimers = loop.timerTable.parked.count
+        footprint.scheduledTimers = loop.timerTable.scheduledTimerCount
+        footprint.parkedTimers = loop.timerTable.parkedTimerCount
         footprint.epollEntries = epollEntryCount(loop.poller.epoll)
         return footprint
     }

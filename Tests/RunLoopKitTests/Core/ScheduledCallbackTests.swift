@@ -174,36 +174,78 @@ import Testing
     @Test(arguments: [7 as UInt64, 99])
     func theTableMatchesAReferenceAtScale(seed: UInt64) {
         var random = SplitMix64(seed: seed)
-        var table = CallbackTimers()
+        var table = TimerTable()
         var live: [(slot: Int32, generation: UInt32, key: (Int64, UInt64))] = []
         var sequence: UInt64 = 0
         for _ in 0..<20_000 {
             if Int.random(in: 0..<10, using: &random) < 6 || live.isEmpty {
                 let latest = Int64.random(in: 0..<1_000, using: &random)
-                let (slot, generation) = table.insert(
+                let (slot, generation) = table.insertCallback(
                     fireTime: latest, latestFireTime: latest, sequence: sequence, modeID: 0, remoteID: 0,
-                    callback: CallbackTimers.Stored {})
+                    callback: CallbackSlots.Stored {})
                 live.append((slot, generation, (latest, sequence)))
                 sequence += 1
             } else if Bool.random(using: &random) {
                 let victim = live.remove(at: Int.random(in: 0..<live.count, using: &random))
-                var released = CallbackTimers.Stored.nothing
+                var released = CallbackSlots.Stored.nothing
                 #expect(table.cancel(slot: victim.slot, generation: victim.generation, released: &released) != nil)
                 #expect(released.closure != nil)
-                var again = CallbackTimers.Stored.nothing
+                var again = CallbackSlots.Stored.nothing
                 #expect(table.cancel(slot: victim.slot, generation: victim.generation, released: &again) == nil)
                 #expect(again.closure == nil)
             } else {
                 let expected = live.min { $0.key < $1.key }!
                 let first = table.takeFirstAsDue()
                 #expect(first.slot == expected.slot)
-                var callback = CallbackTimers.Stored.nothing
+                var callback = CallbackSlots.Stored.nothing
                 #expect(table.takeForFiring(first, callback: &callback) != nil)
                 #expect(callback.closure != nil)
                 live.removeAll { $0.slot == expected.slot }
             }
         }
         table.checkInvariants()
-        #expect(table.count == live.count)
+        #expect(table.callbacks.count == live.count)
+    }
+
+    /// Timers and callbacks share one heap: taken first to last, they come out in (latest fire time, sequence)
+    /// order whatever their kind, and a heap entry and a slot keep their documented sizes.
+    @Test func timersAndCallbacksShareOneHeapOrder() {
+        #expect(MemoryLayout<TimerEntry>.stride == 24)
+        #expect(MemoryLayout<CallbackSlots.Slot>.stride == 40)
+        var random = SplitMix64(seed: 5)
+        var table = TimerTable()
+        var timers: [LoopTimer] = []
+        var expected: [(key: (Int64, UInt64), isTimer: Bool)] = []
+        for _ in 0..<2_000 {
+            let latest = Int64.random(in: 0..<100, using: &random)
+            let sequence = table.takeSequence()
+            if Bool.random(using: &random) {
+                let timer = TimerHeapTests.timer(latest: latest, sequence: sequence)
+                timers.append(timer)
+                table.insert(timer)
+                expected.append(((latest, sequence), true))
+            } else {
+                _ = table.insertCallback(
+                    fireTime: latest, latestFireTime: latest, sequence: sequence, modeID: 0, remoteID: 0,
+                    callback: CallbackSlots.Stored {})
+                expected.append(((latest, sequence), false))
+            }
+        }
+        table.checkInvariants()
+        expected.sort { $0.key < $1.key }
+        var taken: [(key: (Int64, UInt64), isTimer: Bool)] = []
+        while table.firstLatestFireTime != nil {
+            let entry = table.takeFirstAsDue()
+            taken.append(((entry.latestFireTime, entry.sequence), entry.isTimer))
+            if !entry.isTimer {
+                var callback = CallbackSlots.Stored.nothing
+                #expect(table.takeForFiring(entry, callback: &callback) != nil)
+            }
+        }
+        #expect(taken.map(\.key.0) == expected.map(\.key.0))
+        #expect(taken.map(\.key.1) == expected.map(\.key.1))
+        #expect(taken.map(\.isTimer) == expected.map(\.isTimer))
+        #expect(table.callbacks.count == 0)
+        withExtendedLifetime(timers) {}
     }
 }

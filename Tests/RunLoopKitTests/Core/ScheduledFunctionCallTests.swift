@@ -148,14 +148,14 @@ import Testing
         let capacities = Recorder<Int>()
         ItemsSupport.onLoopThread { loop in
             try! loop.reserveCallbackCapacity(1_000)
-            capacities.append(loop.timerTable.callbacks.reservedCapacity)
+            capacities.append(loop.timerTable.reservedCapacity)
             let base = Loop.Instant.now + .milliseconds(10)
             for index in 0..<1_000 {
                 try! loop.schedule(at: base + .microseconds(index), with: target.argument, CallTarget.call)
             }
-            capacities.append(loop.timerTable.callbacks.reservedCapacity)
+            capacities.append(loop.timerTable.reservedCapacity)
             for index in 0..<500 { try! loop.schedule(at: base + .microseconds(index)) { calls.append("closure") } }
-            loop.timerTable.callbacks.checkInvariants()
+            loop.timerTable.checkInvariants()
             ItemsSupport.run(loop) { calls.count == 1_500 }
             try! loop.reserveCallbackCapacity(0)  // Within the size: nothing.
             #expect { try loop.reserveCallbackCapacity(-1) } throws: { ($0 as? LoopError)?.code == .invalidArgument }
@@ -169,7 +169,7 @@ import Testing
         let running = ItemsSupport.startRunningLoop()
         try! running.loop.reserveCallbackCapacity(300)
         let capacity = Recorder<Int>()
-        running.loop.perform { capacity.append(Loop.current.timerTable.callbacks.reservedCapacity) }
+        running.loop.perform { capacity.append(Loop.current.timerTable.reservedCapacity) }
         #expect(waitUntil { capacity.count == 1 })
         running.finish()
         #expect(capacity.all.first.map { $0 >= 300 } == true)

@@ -1,10 +1,10 @@
-/// The sifting both timer heaps share (``TimerHeap`` for ``LoopTimer``s, ``CallbackTimers`` for one-shot
-/// callbacks): a 4-ary min-heap in a buffer, where a node's children are at `4i + 1 … 4i + 4`, so the keys compared
-/// at one level sit next to each other and the tree is half as deep as a binary one.
+/// The sifting of the loop's timer heap (``TimerHeap``, for ``LoopTimer``s and one-shot callbacks alike): a 4-ary
+/// min-heap in a buffer, where a node's children are at `4i + 1 … 4i + 4`, so the keys compared at one level sit
+/// next to each other and the tree is half as deep as a binary one.
 ///
 /// An entry is moved by moving a hole, not by swapping: each level writes one entry, and `placed(entry, index)`
 /// tells the heap's owner where an entry now sits (a timer's index, a slot's place), which removal by position needs.
-/// `precedes(a, b)` is the heap order (earlier key first). Loop thread only, like both heaps.
+/// `precedes(a, b)` is the heap order (earlier key first). Loop thread only, like the heap.
 enum FourAryHeap {
     /// Puts `entry` into the hole at `start`, moving it up past every parent it precedes.
     @inline(__always)

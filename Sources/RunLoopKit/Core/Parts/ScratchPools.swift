@@ -7,9 +7,9 @@ struct ScratchPools {
     var blockQueues = BlockQueuePool()
     var changes = ArrayPool<Inbox.Change>()
     var sources = ArrayPool<LoopSource>()
-    /// Due timers of a pass, each retained while listed (``Loop/fireDueTimers()``).
-    var timers = ArrayPool<Unmanaged<LoopTimer>>()
-    var callbacks = ArrayPool<CallbackTimers.Entry>()
+    /// Due timers and callbacks of a pass, in firing order; each timer retained while listed
+    /// (``Loop/fireDueTimers()``).
+    var timers = ArrayPool<TimerEntry>()
     var readyDescriptors = ArrayPool<(DescriptorBackedSource, DescriptorBackedSource.Events)>()
     /// One epoll event buffer per run depth, allocated on first use and freed with the loop.
     private(set) var eventBuffers: [UnsafeMutableBufferPointer<epoll_event>] = []

@@ -1,91 +1,98 @@
 import RunLoopKitSystem
 
-/// A 4-ary min-heap of timers keyed by (latestFireTime fire time, sequence number), with each timer knowing its index.
+/// The loop's one timer heap: a 4-ary min-heap of ``TimerEntry``s, each a ``LoopTimer`` or a one-shot callback's
+/// slot, keyed by (latest fire time, sequence) across both kinds, so the first entry is the next thing due and the
+/// loop fires both kinds in one order without merging two heaps.
 ///
-/// Insert, remove and reposition are O(log n); the earliest timer is O(1). Each entry carries its key next to the
-/// timer, so sifting compares entries in the heap's own array instead of following a reference per comparison;
-/// four children per node halve the depth of a binary heap, and the four keys of a node's children sit next to
-/// each other. Only a move writes through to a timer (its ``LoopTimer/heapIndex``). Sifting (``FourAryHeap``) moves a
-/// hole instead of swapping entries. Loop thread only.
+/// Insert and remove by position are O(log n); the first entry is O(1). Each entry carries its key, so sifting
+/// (``FourAryHeap``) compares entries in the heap's own array; only a move writes through, to the one place that
+/// remembers a position: a timer's ``LoopTimer/heapIndex``, a callback slot's ``CallbackSlots/Slot/place``. The
+/// entries live in a ``GrowingBuffer``: growing moves pages, and no uniqueness is checked. Loop thread only.
 ///
 /// The heap does not own its timers: an entry holds an unretained reference, so moving entries costs no reference
 /// counting. A timer is in the heap only while it is scheduled, and a scheduled timer is in at least one mode of
 /// its loop, whose array holds it strongly (`Loop.unschedule` takes it out before its last mode lets it go).
 struct TimerHeap {
-    /// A timer and a copy of its key, taken when it was inserted.
-    struct Entry {
-        let latestFireTime: Int64
-        let sequence: UInt64
-        let reference: Unmanaged<LoopTimer>
+    private let entries = GrowingBuffer<TimerEntry>()
 
-        var timer: LoopTimer { reference.takeUnretainedValue() }
-
-        /// Tells the timer its new index, without retaining it (the heap holds it unowned; its modes hold it).
-        func place(at index: Int) {
-            reference._withUnsafeGuaranteedRef { $0.heapIndex = Int32(truncatingIfNeeded: index) }
-        }
-
-        func precedes(_ other: Entry) -> Bool {
-            latestFireTime != other.latestFireTime ? latestFireTime < other.latestFireTime : sequence < other.sequence
-        }
-    }
-
-    private var entries: [Entry] = []
-
-    var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
+    var isEmpty: Bool { entries.count == 0 }
+    /// How many entries the heap holds without growing.
+    var capacity: Int { entries.capacity }
 
-    /// The timer due first, if any.
-    var first: LoopTimer? { entries.first?.timer }
+    /// The entry due first, if any.
+    var first: TimerEntry? { entries.count > 0 ? entries[0] : nil }
 
-    /// The timer due first, unretained (the heap holds it unowned; its modes hold it).
-    var firstReference: Unmanaged<LoopTimer>? { entries.first?.reference }
+    /// The entry at `index` (in `0..<count`).
+    subscript(index: Int) -> TimerEntry { entries[index] }
 
-    /// The first timer's latest fire time (its key), read from the heap's own entry.
-    var firstLatestFireTime: Int64? { entries.first?.latestFireTime }
+    /// Every entry, in heap order (not sorted). For tests and descriptions.
+    var all: UnsafeMutableBufferPointer<TimerEntry> { entries.elements }
 
-    /// The first timer's fire time, read without retaining the timer.
-    var firstFireTime: Int64? { entries.first?.reference._withUnsafeGuaranteedRef { $0.fireTime } }
-
-    /// Adds `timer` under its current ``LoopTimer/latestFireTime`` and ``LoopTimer/sequence``, which must not change
-    /// while it is in the heap (reposition by removing and inserting again).
-    mutating func insert(_ timer: LoopTimer) {
-        let entry = Entry(
-            latestFireTime: timer.latestFireTime, sequence: timer.sequence, reference: .passUnretained(timer))
+    /// Adds `entry`, writing its position (and that of each entry it moves) to its timer or to its slot in `slots`.
+    @inline(__always)
+    mutating func insert(_ entry: TimerEntry, slots: UnsafeMutableBufferPointer<CallbackSlots.Slot>) {
         entries.append(entry)
-        let hole = entries.count - 1
-        entries.withUnsafeMutableBufferPointer { entries in
-            FourAryHeap.siftUp(
-                entry, from: hole, in: entries, precedes: { $0.precedes($1) }, placed: { $0.place(at: $1) })
-        }
+        FourAryHeap.siftUp(
+            entry, from: entries.count - 1, in: entries.elements, precedes: { $0.precedes($1) },
+            placed: { Self.place($0, at: $1, slots: slots) })
     }
 
-    /// Removes `timer`, which must be in this heap.
-    mutating func remove(_ timer: LoopTimer) {
-        let index = Int(timer.heapIndex)
-        require(
-            index >= 0 && index < entries.count
-                && entries[index].reference.toOpaque() == Unmanaged.passUnretained(timer).toOpaque(),
-            "timer is not in this heap")
-        timer.heapIndex = -1
+    /// Removes the entry at `index` (in `0..<count`) and answers it; the positions of the entries it moves are
+    /// written as ``insert(_:slots:)`` does, the removed entry's is left to the caller.
+    @inline(__always)
+    @discardableResult
+    mutating func remove(at index: Int, slots: UnsafeMutableBufferPointer<CallbackSlots.Slot>) -> TimerEntry {
+        let removed = entries[index]
         let last = entries.removeLast()
-        guard index < entries.count else { return }
-        entries.withUnsafeMutableBufferPointer { entries in
+        if index < entries.count {
             FourAryHeap.refill(
-                at: index, with: last, in: entries, precedes: { $0.precedes($1) }, placed: { $0.place(at: $1) })
+                at: index, with: last, in: entries.elements, precedes: { $0.precedes($1) },
+                placed: { Self.place($0, at: $1, slots: slots) })
+        }
+        return removed
+    }
+
+    /// Makes room for `capacity` entries, written once so that their pages are in memory. Nothing when there is room.
+    mutating func reserve(_ capacity: Int) {
+        guard entries.capacity < capacity else { return }
+        entries.reserve(capacity)
+        let filler = TimerEntry(slot: 0, generation: 0, latestFireTime: 0, sequence: 0)
+        let live = entries.count
+        for _ in live..<capacity { entries.append(filler) }
+        for _ in live..<capacity { _ = entries.removeLast() }
+    }
+
+    /// Forgets every entry (their timers and slots are the caller's to reset).
+    mutating func removeAll() { entries.removeAll() }
+
+    /// Tells `entry`'s timer or slot that it now sits at `index`, without retaining the timer.
+    @inline(__always)
+    private static func place(
+        _ entry: TimerEntry, at index: Int, slots: UnsafeMutableBufferPointer<CallbackSlots.Slot>
+    ) {
+        if entry.isTimer {
+            entry.timerReference._withUnsafeGuaranteedRef { $0.heapIndex = Int32(truncatingIfNeeded: index) }
+        } else {
+            slots[Int(entry.slot)].place = Int32(truncatingIfNeeded: index)
         }
     }
 
-    /// Traps if any parent sorts after a child, an index is stale or a key copy is out of date. For tests.
-    func checkInvariants() {
-        for (index, entry) in entries.enumerated() {
-            require(Int(entry.timer.heapIndex) == index, "timer heap index is stale")
-            require(
-                entry.latestFireTime == entry.timer.latestFireTime && entry.sequence == entry.timer.sequence,
-                "timer key changed while in the heap")
-            if index > 0 {
-                require(!entry.precedes(entries[(index - 1) / 4]), "timer heap order is broken")
+    /// Traps if any parent sorts after a child, or a timer's index, a timer's key copy or a slot's place is stale.
+    /// For tests.
+    func checkInvariants(slots: GrowingBuffer<CallbackSlots.Slot>) {
+        for (index, entry) in entries.elements.enumerated() {
+            if entry.isTimer {
+                let timer = entry.timerReference.takeUnretainedValue()
+                require(Int(timer.heapIndex) == index, "timer heap index is stale")
+                require(
+                    entry.latestFireTime == timer.latestFireTime && entry.sequence == timer.sequence,
+                    "timer key changed while in the heap")
+            } else {
+                require(slots[Int(entry.slot)].place == Int32(index), "callback heap position is stale")
+                require(slots[Int(entry.slot)].generation == entry.generation, "callback heap entry is stale")
             }
+            if index > 0 { require(!entry.precedes(entries[(index - 1) / 4]), "timer heap order is broken") }
         }
     }
 }

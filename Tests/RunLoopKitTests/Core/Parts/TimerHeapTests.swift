@@ -3,7 +3,8 @@ import Testing
 
 @testable import RunLoopKit
 
-/// The timer heap against a sorted reference, and at scale.
+/// The timer heap, holding timers only, against a sorted reference, and at scale (through the ``TimerTable`` that
+/// owns it, as the loop uses it).
 @Suite struct TimerHeapTests {
     /// A timer with its heap key set directly (the heap orders by `latest`, then `sequence`).
     static func timer(latest: Int64, sequence: UInt64) -> LoopTimer {
@@ -20,7 +21,7 @@ import Testing
     @Test(arguments: [1 as UInt64, 2, 3, 42])
     func randomOperationsMatchASortedReference(seed: UInt64) {
         var random = SplitMix64(seed: seed)
-        var heap = TimerHeap()
+        var heap = TimerTable()
         var reference: [LoopTimer] = []
         var sequence: UInt64 = 0
         for step in 0..<5_000 {
@@ -51,7 +52,7 @@ import Testing
     }
 
     @Test func repositioningByRemoveAndInsertKeepsOrder() {
-        var heap = TimerHeap()
+        var heap = TimerTable()
         let timers = (0..<100).map { Self.timer(latest: Int64(100 - $0), sequence: UInt64($0)) }
         for timer in timers { heap.insert(timer) }
         // Move every even timer to the far end, as rescheduling does.
@@ -82,7 +83,7 @@ import Testing
     @Test func manyTimersInsertedAndRemoved() {
         let count = Self.manyTimers
         var random = SplitMix64(seed: 7)
-        var heap = TimerHeap()
+        var heap = TimerTable()
         var timers: [LoopTimer] = []
         timers.reserveCapacity(count)
         for index in 0..<count {
@@ -109,8 +110,14 @@ import Testing
     }
 }
 
-extension TimerHeap {
-    /// Removes and returns the first timer (the loop itself takes due timers one by one with `first` and `remove`).
+extension TimerTable {
+    var count: Int { heap.count }
+    var isEmpty: Bool { heap.isEmpty }
+
+    /// The first timer (the heap holds timers only in these tests).
+    var first: LoopTimer? { heap.first.map { $0.timerReference.takeUnretainedValue() } }
+
+    /// Removes and returns the first timer (the loop itself takes due entries one by one with `takeFirstAsDue`).
     mutating func popFirst() -> LoopTimer? {
         guard let top = first else { return nil }
         remove(top)
