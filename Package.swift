@@ -40,7 +40,7 @@ let package = Package(
         .target(
             name: "RunLoopKit",
             dependencies: ["RunLoopKitSystem", "CRunLoopShims"],
-            exclude: ["Core/Parts/WakeUpHandshake.pml"],  // The handshake's spin model, checked by scripts/check-handshake.sh.
+            exclude: ["Pass/WakeUpHandshake.pml"],  // The handshake's spin model, checked by scripts/check-handshake.sh.
             swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
         // Linux services on the core's sources: signals, child exits, file changes, memory pressure, systemd's

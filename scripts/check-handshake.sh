@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Model-checks the loop's wake-up handshake (Sources/RunLoopKit/Core/Parts/WakeUpHandshake.pml) with spin: the model as
+# Model-checks the loop's wake-up handshake (Sources/RunLoopKit/Pass/WakeUpHandshake.pml) with spin: the model as
 # the code is must have no error (no lost wake-up, nothing run twice, nothing lost), and the deliberately broken
 # variants (the loop looks for work before announcing that it sleeps; it clears the inbox's flag after releasing
 # the inbox's lock) must be caught, which proves the check bites.
@@ -7,7 +7,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-model="$PWD/Sources/RunLoopKit/Core/Parts/WakeUpHandshake.pml"
+model="$PWD/Sources/RunLoopKit/Pass/WakeUpHandshake.pml"
 
 if ! command -v spin >/dev/null 2>&1; then
     if [[ $(id -u) == 0 ]]; then

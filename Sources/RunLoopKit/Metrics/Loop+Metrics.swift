@@ -1,10 +1,56 @@
 import RunLoopKitSystem
 
-/// Keeping the figures of ``metrics`` and calling the pass handler: the loop's thread counts callouts where it makes
-/// them (``MetricsKeeper/bump(_:)``, in the file of their step), and changes phase and ends passes here. A pass's end
-/// reuses the reading the exit checks take anyway; a change of phase (a sleep's start and end, an outermost run's
+/// Loop metrics: reading them (``metrics``), the per-pass handler (``reportPasses(to:)``), and keeping the figures.
+/// The loop's thread counts callouts where it makes them (``MetricsKeeper/bump(_:)``, in the file of their step),
+/// and changes phase and ends passes here. A pass's end reuses the reading the exit checks take anyway; a change of phase (a sleep's start and end, an outermost run's
 /// entry and exit) takes its own, inside the sequence lock's write (``MetricsKeeper/changePhase(of:to:)``).
 extension Loop {
+    /// The loop's figures now: passes, time asleep and awake, the longest pass, and what it handled. Safe from any
+    /// thread, without a lock.
+    ///
+    /// Each count is exact at the moment it is read (the loop's thread updates it as it makes the callout, the pass
+    /// count as each pass ends); the counts are read one after another. The time figures are one consistent moment:
+    /// the sleep or awake stretch in progress counts up to the moment of reading. The loop keeps the figures all the
+    /// time, without an extra system call: a few plain stores per pass, two clock readings per sleep and per outermost
+    /// run (see Docs/Services.md).
+    ///
+    /// A loop whose thread has exited keeps its last figures.
+    public var metrics: Metrics {
+        let (now, asleep, awake): (Int64, Int64, Int64)
+        if isCurrent {
+            now = MonotonicClock.now()
+            (asleep, awake) = metricsKeeper.tally.totals(at: now)
+        } else {
+            (now, asleep, awake) = metricsKeeper.readTime(retrying: !createdBeforeFork)
+        }
+        return Metrics(
+            takenAt: Instant(nanoseconds: now), passes: metricsKeeper.passes.load(ordering: .relaxed),
+            timeAsleep: .nanoseconds(asleep), timeAwake: .nanoseconds(awake),
+            longestPass: .nanoseconds(metricsKeeper.longestPass.load(ordering: .relaxed)),
+            handled: metricsKeeper.handled)
+    }
+
+    /// Calls `handler` on the loop's thread at the end of every pass, with that pass's figures; `nil` stops the
+    /// calls. Safe from any thread.
+    ///
+    /// On the loop's thread the handler is replaced at once; from another thread the change reaches the loop's
+    /// thread at its next pass or block point (a sleeping loop is woken for it), as an item change does. Either way
+    /// the first pass to begin afterwards is the first the new handler sees, and a removed handler is not called
+    /// again, not even for the pass in progress. One handler per loop: setting one replaces the previous one. On a
+    /// loop whose thread has exited nothing is set: no pass will come.
+    ///
+    /// The handler is called after the pass's last blocks and before its exit checks, once per pass, passes of
+    /// nested runs included, with a value the loop builds on the stack: a pass allocates nothing for it. The figures
+    /// hold nanoseconds; their `Duration` properties are computed when read. A run
+    /// nested in the handler itself is not reported (the handler is not called again while it runs). It may call
+    /// ``stop()``, which ends the run after this pass.
+    ///
+    /// - Warning: The handler runs on the loop's thread at the end of every pass: keep it short (record into a
+    ///   histogram, bump counters). Work done there delays everything the loop handles next.
+    public func reportPasses(to handler: (@Sendable (PassFigures) -> Void)?) {
+        onLoopThread { [self] in metricsKeeper.passReporter.handler = handler }
+    }
+
     /// A run begins: answers the clock reading its first pass starts at. An outermost run makes the loop awake from
     /// then on; a nested one changes nothing (the loop is awake already). Loop thread only, before the run's frame
     /// is pushed.

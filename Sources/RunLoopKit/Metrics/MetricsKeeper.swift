@@ -22,13 +22,13 @@ import Synchronization
 ///
 /// Threading: the bumps and ``changePhase(of:to:)`` on the loop's thread only; the reads from any thread.
 final class MetricsKeeper: @unchecked Sendable {  // Unchecked: `tally` and `passReporter` are loop-thread only.
-    /// Completed passes.
     /// Where the loop's time goes, as its thread counts it; published through the cells below at each change of
     /// phase. Loop thread only.
     @exclusivity(unchecked) var tally = MetricsTally()
     /// The handler called at the end of every pass (``Loop/reportPasses(to:)``). Loop thread only.
     @exclusivity(unchecked) var passReporter = PassReporter()
 
+    /// Completed passes.
     let passes = Atomic<Int>(0)
     /// The longest time a pass was awake, in nanoseconds.
     let longestPass = Atomic<Int64>(0)
@@ -109,4 +109,99 @@ final class MetricsKeeper: @unchecked Sendable {  // Unchecked: `tally` and `pas
             }
         }
     }
+}
+
+/// Where a loop's time goes, as its thread counts it for ``Loop/metrics``: time asleep and awake, the phase in
+/// progress, the longest pass (awake). Loop thread only; other threads read the copy in ``MetricsKeeper``, where the counts
+/// live too.
+///
+/// Time is kept by phase, for the loop as a whole rather than per pass, so nested runs are never counted twice: the
+/// loop is outside every run, awake in one (its passes, callouts and nested runs), or asleep in `epoll_wait`. Each
+/// change of phase adds the time since the previous one to the phase it ends, from clock readings the loop takes
+/// anyway or, around a sleep and at an outermost run's entry and exit, readings of their own.
+struct MetricsTally {
+    /// Where the loop's time goes now.
+    enum Phase: Int {
+        /// No run in progress: the time counts as neither asleep nor awake.
+        case outside = 0
+        /// In a run, not asleep.
+        case awake = 1
+        /// Blocked in `epoll_wait`.
+        case asleep = 2
+    }
+
+    /// Nanoseconds asleep and awake in phases that ended.
+    var asleep: Int64 = 0
+    var awake: Int64 = 0
+    /// The current phase, and the monotonic time it began.
+    var phase = Phase.outside
+    var phaseSince: Int64 = 0
+    /// The longest time a pass was awake so far (its length less its sleep), in nanoseconds; the loop's own copy of
+    /// ``MetricsKeeper/longestPass``.
+    var longestPass: Int64 = 0
+
+    /// Ends the current phase at `time`, adding its length to its total, and begins `next`.
+    @inline(__always)
+    mutating func enter(_ next: Phase, at time: Int64) {
+        let elapsed = max(0, time &- phaseSince)
+        switch phase {
+        case .outside: break
+        case .awake: awake &+= elapsed
+        case .asleep: asleep &+= elapsed
+        }
+        phase = next
+        phaseSince = time
+    }
+
+    /// Time asleep and awake up to `now`: the phase in progress counts up to it (nothing if it began later).
+    func totals(at now: Int64) -> (asleep: Int64, awake: Int64) {
+        let current = max(0, now &- phaseSince)
+        return (phase == .asleep ? asleep &+ current : asleep, phase == .awake ? awake &+ current : awake)
+    }
+}
+
+/// The handler ``Loop/reportPasses(to:)`` set, called at the end of every pass. Loop thread only.
+struct PassReporter {
+    /// The handler, `nil` when none is set.
+    var handler: (@Sendable (Loop.PassFigures) -> Void)?
+    /// The handler is running: passes of a run nested in it are not reported.
+    var isCalling = false
+    /// The callouts counted when the pass in progress of an outermost run began (if a handler was set then).
+    private var outermostStart = Loop.HandledCounts()
+    /// The same for the passes in progress of nested runs, by depth from 2. Grows to the deepest nesting reported,
+    /// then allocates no more.
+    private var nestedStarts: [Loop.HandledCounts] = []
+
+    /// Keeps `counts` as the start of the pass beginning in a run at `depth` (1: an outermost run).
+    @inline(__always)
+    mutating func markStart(_ counts: Loop.HandledCounts, depth: Int) {
+        if depth == 1 {
+            outermostStart = counts
+        } else {
+            markNestedStart(counts, depth: depth)
+        }
+    }
+
+    private mutating func markNestedStart(_ counts: Loop.HandledCounts, depth: Int) {
+        while nestedStarts.count <= depth - 2 { nestedStarts.append(Loop.HandledCounts()) }
+        nestedStarts[depth - 2] = counts
+    }
+
+    /// The counts ``markStart(_:depth:)`` kept for the pass in progress at `depth`.
+    @inline(__always)
+    func start(depth: Int) -> Loop.HandledCounts {
+        depth == 1 ? outermostStart : nestedStarts[depth - 2]
+    }
+}
+
+/// Where a pass began, taken at its start: its end measures the pass from it. Loop thread only, on the stack (two
+/// words and a flag, so a pass keeps little across its callouts).
+struct PassMark {
+    /// When the pass began (the end of the previous pass of its run, or the run's start).
+    let startedAt: Int64
+    /// The loop's asleep total then: what the pass slept is the difference at its end.
+    let asleep: Int64
+    /// A pass handler was set then: the callouts counted so far wait in the ``PassReporter`` (by the run's depth),
+    /// and the pass is reported.
+    let isReported: Bool
 }

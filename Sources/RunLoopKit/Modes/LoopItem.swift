@@ -57,9 +57,9 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
     /// Whether the item's handler was made through ``Loop/Isolated`` and so must run on the thread of the loop it is
     /// bound to from birth: it never moves to another loop. Written once by the initialiser, before the item is shared.
     final var isPinned = false
-    /// Where the item is in its life: valid, spent (a one-shot timer that fired, which `setNextFireTime` can revive),
+    /// Whether the item may still take part: valid, spent (a one-shot timer that fired, which `setNextFireTime` can revive),
     /// or invalidated for good.
-    private let lifecycle = Atomic<UInt8>(Lifecycle.valid)
+    private let validity = Atomic<UInt8>(Validity.valid)
     /// The value its modes' keep-alive counts reflect. Loop thread only.
     final var countsTowardKeepAlive = true
     /// Backs ``isCommon``.
@@ -82,11 +82,12 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
     public final var isValid: Bool {
         // Sequentially consistent, like `markInvalid()`: a descriptor source's registration and invalidation check
         // each other this way (`Loop.removeRegistration(of:)`). As cheap as an acquiring load on x86-64 and ARMv8.
-        lifecycle.load(ordering: .sequentiallyConsistent) == Lifecycle.valid
+        validity.load(ordering: .sequentiallyConsistent) == Validity.valid
     }
 
-    /// The values of ``lifecycle``.
-    enum Lifecycle {
+    /// The values of ``validity``.
+    enum Validity {
+        /// Valid: it may be added to a loop and its handler called.
         static let valid: UInt8 = 0
         /// A one-shot timer that fired on its own: invalid until re-armed, out of every mode.
         static let spent: UInt8 = 1
@@ -97,20 +98,20 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
     /// Marks the item invalidated for good; answers whether this call ended a valid item (false if it was invalidated
     /// already, or spent: a spent timer is out of every mode already).
     package final func markInvalid() -> Bool {
-        lifecycle.exchange(Lifecycle.invalidated, ordering: .sequentiallyConsistent) == Lifecycle.valid
+        validity.exchange(Validity.invalidated, ordering: .sequentiallyConsistent) == Validity.valid
     }
 
     /// Marks a valid item spent (a one-shot timer that fired); answers whether it was valid. Loop thread only.
     final func markSpent() -> Bool {
-        lifecycle.compareExchange(
-            expected: Lifecycle.valid, desired: Lifecycle.spent, ordering: .sequentiallyConsistent
+        validity.compareExchange(
+            expected: Validity.valid, desired: Validity.spent, ordering: .sequentiallyConsistent
         ).exchanged
     }
 
     /// Makes a spent item valid again; answers whether it was spent (false if it is valid or invalidated). Any thread.
     final func reviveIfSpent() -> Bool {
-        lifecycle.compareExchange(
-            expected: Lifecycle.spent, desired: Lifecycle.valid, ordering: .sequentiallyConsistent
+        validity.compareExchange(
+            expected: Validity.spent, desired: Validity.valid, ordering: .sequentiallyConsistent
         ).exchanged
     }
 
