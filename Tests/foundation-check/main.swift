@@ -14,6 +14,7 @@ let scenarios: [String: () -> Void] = [
     "same-thread-foundation-owns": { sameThreadScenario(foundationOwns: true) },
     "same-thread-loop-owns": { sameThreadScenario(foundationOwns: false) },
     "latency": latencyScenario,
+    "pass-rules-foundation-owns": passRulesFoundationOwnsScenario,
 ]
 /// swift-corelibs-foundation's own tests (Upstream/), per owner of the thread and setting of the loop.
 var allScenarios = scenarios

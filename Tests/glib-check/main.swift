@@ -9,6 +9,8 @@ let scenarios: [String: () -> Void] = [
     "idle-attached": idleAttachedScenario,
     "driven": drivenScenario,
     "idle-driven": idleDrivenScenario,
+    "pass-rules-attached": passRulesAttachedScenario,
+    "pass-rules-modal": passRulesModalScenario,
 ]
 
 runScenario(of: "glib-check", from: scenarios)

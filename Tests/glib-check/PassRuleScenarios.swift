@@ -1,0 +1,78 @@
+import Glibc
+import RunLoopKit
+import RunLoopKitGLib
+
+// The attachment's "run another pass" rules (issue 41): work that only a further pass can serve, made on the main
+// thread by a GLib callback or by a handler of the loop, is served within 2 s with no other wake-up: no other thread
+// sends anything, and GLib's only other source is the timeout that judges, at 2 s.
+
+/// How long the chains may take: generous (they take a few milliseconds).
+private let boundMilliseconds: UInt32 = 2000
+
+/// GLib owns the main thread (`g_main_loop_run`) with `Loop.main` attached; a GLib timeout's callback starts chains
+/// of blocks, source performs and zero-delay timers (``PassChains``), each link of which only a later pass serves:
+/// every pass answers that more is ready, and the source's `prepare` must ask GLib for the next pass without waiting
+/// for the loop's descriptor, which nothing makes readable.
+func passRulesAttachedScenario() {
+    let glib: GLibCalls
+    do { glib = try GLibCalls() } catch { fail("\(error)") }
+    do { try Loop.main.attachToGLib() } catch { fail("attach: \(error)") }
+    let mainLoop = glib.newMainLoop(nil)
+    nonisolated(unsafe) let quitTarget = mainLoop
+    let chains = PassChains(loop: .main, length: 100) { glib.quit(quitTarget) }
+    glib.addTimeout(nil, milliseconds: 20) {
+        chains.start()  // A GLib callback, between two passes.
+        return false
+    }
+    let judge = glib.addTimeout(nil, milliseconds: 20 + boundMilliseconds) {
+        glib.quit(quitTarget)
+        return false
+    }
+    glib.run(mainLoop)
+    check(chains.isDone, "in \(boundMilliseconds) ms under g_main_loop_run: \(chains.progress)")
+    judge.destroy()
+    pass("chains_ms=\(rounded(chains.milliseconds))")
+}
+
+/// A handler of the loop, in a pass GLib dispatched, runs a GLib main loop of its own on the default context (a modal
+/// dialog) after queueing a block and starting the chains: inside it the loop does not count as asleep (the pass is
+/// in progress), and nothing makes its descriptor readable, so the source's `prepare` must see that and run the
+/// loop's passes there. The block quits the modal loop once the chains are done.
+func passRulesModalScenario() {
+    let glib: GLibCalls
+    do { glib = try GLibCalls() } catch { fail("\(error)") }
+    do { try Loop.main.attachToGLib() } catch { fail("attach: \(error)") }
+    let mainLoop = glib.newMainLoop(nil)
+    nonisolated(unsafe) let quitTarget = mainLoop
+    let outcome = Shared<(blockRan: Bool, chains: String, done: Bool, milliseconds: Double)?>(nil)
+    glib.addTimeout(nil, milliseconds: 20) {
+        _ = Loop.main.perform {  // Made by a GLib callback between passes: served by the next pass.
+            let modal = glib.newMainLoop(nil)
+            nonisolated(unsafe) let modalTarget = modal
+            let blockRan = Shared(false)
+            let chains = PassChains(loop: .main, length: 100) { glib.quit(modalTarget) }
+            _ = Loop.main.perform { blockRan.withLock { $0 = true } }
+            chains.start()
+            let judge = glib.addTimeout(nil, milliseconds: boundMilliseconds) {
+                glib.quit(modalTarget)
+                return false
+            }
+            glib.run(modal)  // The modal loop, inside the pass.
+            judge.destroy()
+            glib.unref(mainLoop: modal)
+            outcome.withLock { $0 = (blockRan.value, chains.progress, chains.isDone, chains.milliseconds) }
+            glib.quit(quitTarget)
+        }
+        return false
+    }
+    let judge = glib.addTimeout(nil, milliseconds: 20 + 2 * boundMilliseconds) {
+        glib.quit(quitTarget)
+        return false
+    }
+    glib.run(mainLoop)
+    judge.destroy()
+    guard let result = outcome.value else { fail("the block that runs the modal loop did not run") }
+    check(result.blockRan, "a block queued before a modal GLib loop in a handler did not run inside it")
+    check(result.done, "in \(boundMilliseconds) ms inside a modal GLib loop in a handler: \(result.chains)")
+    pass("modal_chains_ms=\(rounded(result.milliseconds))")
+}
