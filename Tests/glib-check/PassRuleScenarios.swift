@@ -34,10 +34,12 @@ func passRulesAttachedScenario() {
     pass("chains_ms=\(rounded(chains.milliseconds))")
 }
 
-/// A handler of the loop, in a pass GLib dispatched, runs a GLib main loop of its own on the default context (a modal
-/// dialog) after queueing a block and starting the chains: inside it the loop does not count as asleep (the pass is
-/// in progress), and nothing makes its descriptor readable, so the source's `prepare` must see that and run the
-/// loop's passes there. The block quits the modal loop once the chains are done.
+/// A handler of the loop (a 20 ms `LoopTimer`'s, in a pass GLib dispatched), runs a GLib main loop of its own on the
+/// default context (a modal dialog) after queueing a block and starting the chains: inside it the loop does not count
+/// as asleep (the pass is in progress), and nothing makes its descriptor readable (the pass's own poll took the
+/// timerfd's report before the handler ran; a block's handler would run before that poll, and the eventfd report of
+/// the block's post would still be pending), so the source's `prepare` must see that the loop is awake and run its
+/// passes there. The chains quit the modal loop once they are done.
 func passRulesModalScenario() {
     let glib: GLibCalls
     do { glib = try GLibCalls() } catch { fail("\(error)") }
@@ -45,33 +47,31 @@ func passRulesModalScenario() {
     let mainLoop = glib.newMainLoop(nil)
     nonisolated(unsafe) let quitTarget = mainLoop
     let outcome = Shared<(blockRan: Bool, chains: String, done: Bool, milliseconds: Double)?>(nil)
-    glib.addTimeout(nil, milliseconds: 20) {
-        _ = Loop.main.perform {  // Made by a GLib callback between passes: served by the next pass.
-            let modal = glib.newMainLoop(nil)
-            nonisolated(unsafe) let modalTarget = modal
-            let blockRan = Shared(false)
-            let chains = PassChains(loop: .main, length: 100) { glib.quit(modalTarget) }
-            _ = Loop.main.perform { blockRan.withLock { $0 = true } }
-            chains.start()
-            let judge = glib.addTimeout(nil, milliseconds: boundMilliseconds) {
-                glib.quit(modalTarget)
-                return false
-            }
-            glib.run(modal)  // The modal loop, inside the pass.
-            judge.destroy()
-            glib.unref(mainLoop: modal)
-            outcome.withLock { $0 = (blockRan.value, chains.progress, chains.isDone, chains.milliseconds) }
-            glib.quit(quitTarget)
+    let opener = try? LoopTimer(after: .milliseconds(20)) { _ in
+        let modal = glib.newMainLoop(nil)
+        nonisolated(unsafe) let modalTarget = modal
+        let blockRan = Shared(false)
+        let chains = PassChains(loop: .main, length: 100) { glib.quit(modalTarget) }
+        _ = Loop.main.perform { blockRan.withLock { $0 = true } }
+        chains.start()
+        let judge = glib.addTimeout(nil, milliseconds: boundMilliseconds) {
+            glib.quit(modalTarget)
+            return false
         }
-        return false
+        glib.run(modal)  // The modal loop, inside the pass.
+        judge.destroy()
+        glib.unref(mainLoop: modal)
+        outcome.withLock { $0 = (blockRan.value, chains.progress, chains.isDone, chains.milliseconds) }
+        glib.quit(quitTarget)
     }
+    do { try Loop.main.add(opener!) } catch { fail("add: \(error)") }
     let judge = glib.addTimeout(nil, milliseconds: 20 + 2 * boundMilliseconds) {
         glib.quit(quitTarget)
         return false
     }
     glib.run(mainLoop)
     judge.destroy()
-    guard let result = outcome.value else { fail("the block that runs the modal loop did not run") }
+    guard let result = outcome.value else { fail("the timer that runs the modal loop did not fire") }
     check(result.blockRan, "a block queued before a modal GLib loop in a handler did not run inside it")
     check(result.done, "in \(boundMilliseconds) ms inside a modal GLib loop in a handler: \(result.chains)")
     pass("modal_chains_ms=\(rounded(result.milliseconds))")

@@ -67,8 +67,12 @@ import Testing
 
     /// Runs Docs/Embedding.md's host on a new thread until the chains are done (or a wait reaches 2 s). `setUp` runs
     /// first on that thread; `betweenPasses` is the host's own code, run once after the first pass that answered
-    /// `false` (the loop then counts as asleep).
+    /// `false` (the loop then counts as asleep). With `descriptorReadOnce`, the host reads `pollDescriptor` once
+    /// before its loop and keeps the number, as the document allows: reading it readies the loop for the host's wait,
+    /// so the example, which reads it before every wait, would also wait well for a `runPass` that never answered
+    /// `true`; a host that keeps the number depends on that answer.
     static func runDocumentedHost(
+        descriptorReadOnce: Bool,
         setUp: @escaping @Sendable (Loop, Chains) -> Void, betweenPasses: @escaping @Sendable (Loop, Chains) -> Void
     ) -> Outcome {
         let outcome = Box<Outcome>()
@@ -78,6 +82,7 @@ import Testing
             setUp(loop, chains)
             var result = Outcome()
             var hostCodeRan = false
+            let keptDescriptor = descriptorReadOnce ? loop.pollDescriptor : -1
             while true {
                 if loop.runPass() { continue }  // work is ready already: another pass first
                 if !hostCodeRan {
@@ -85,7 +90,8 @@ import Testing
                     betweenPasses(loop, chains)
                 }
                 if chains.isDone { break }  // the host's own condition
-                var entry = pollfd(fd: loop.pollDescriptor, events: Int16(POLLIN), revents: 0)
+                var entry = pollfd(
+                    fd: descriptorReadOnce ? keptDescriptor : loop.pollDescriptor, events: Int16(POLLIN), revents: 0)
                 result.waits += 1
                 if poll(&entry, 1, 2_000) == 0 {  // the document waits for good (-1)
                     result.waitsEndedByTimeLimit += 1
@@ -100,16 +106,20 @@ import Testing
     }
 
     /// The host's own code starts the chains between two passes.
-    @Test func workMadeByTheHostBetweenPassesIsServedByFurtherPasses() {
+    @Test(arguments: [false, true])
+    func workMadeByTheHostBetweenPassesIsServedByFurtherPasses(descriptorReadOnce: Bool) {
         let outcome = Self.runDocumentedHost(
-            setUp: { _, _ in }, betweenPasses: { loop, chains in chains.start(on: loop) })
+            descriptorReadOnce: descriptorReadOnce, setUp: { _, _ in },
+            betweenPasses: { loop, chains in chains.start(on: loop) })
         #expect(outcome.done, "\(outcome.progress)")
         #expect(outcome.waitsEndedByTimeLimit == 0, "a host wait ended by its 2 s limit: work was stranded")
     }
 
     /// A handler of the loop (a 20 ms timer's, in a pass) starts the chains.
-    @Test func workMadeByAHandlerIsServedByFurtherPasses() {
+    @Test(arguments: [false, true])
+    func workMadeByAHandlerIsServedByFurtherPasses(descriptorReadOnce: Bool) {
         let outcome = Self.runDocumentedHost(
+            descriptorReadOnce: descriptorReadOnce,
             setUp: { loop, chains in
                 try! loop.add(try! LoopTimer(after: .milliseconds(20)) { _ in chains.start(on: loop) })
             }, betweenPasses: { _, _ in })

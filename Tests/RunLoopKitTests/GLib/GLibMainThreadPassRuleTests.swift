@@ -11,7 +11,7 @@ struct GLibMainThreadPassRuleTests {
                 + "timers started by a GLib callback, each link made in a pass for a later one, complete within 2 s"),
         CheckScenario(
             name: "pass-rules-modal",
-            shows: "a modal GLib main loop run by a handler of Loop.main, in a pass: a block queued before it and the "
+            shows: "a modal GLib main loop run by a LoopTimer's handler, in a pass: a block queued before it and the "
                 + "same chains are served inside it within 2 s"),
     ]
 
