@@ -50,3 +50,44 @@ func passRulesFoundationOwnsScenario() {
     bridge.invalidate()
     pass("chains_ms=\(rounded(chains.milliseconds)) busy_performs=\(busyPerforms)")
 }
+
+/// `Loop.main.run` owns the main thread; in a block of it, one CFRunLoopRunInMode of Foundation's. A Foundation Timer's
+/// callout there runs the loop for 5 ms (a run of the loop's own, nested in a handler of the loop's: it ends awake,
+/// and only an outermost run makes the descriptor readable as it ends). Foundation, about to sleep afterwards, must
+/// ask for a pass first, which readies the loop: then a block another thread posts 100 ms later wakes it through the
+/// descriptor and runs at once. Without that pass the post finds the loop awake, writes nothing, and waits for the
+/// end of Foundation's 2 s run.
+func passRulesNestedOwnRunScenario() {
+    let bridge: FoundationBridge
+    do { bridge = try Loop.main.bridgeToFoundation() } catch { fail("bridge: \(error)") }
+    let nestedRunEndedAt = Shared<Double?>(nil)
+    let postedAt = Shared<Double?>(nil)
+    let ranAt = Shared<Double?>(nil)
+    Loop.main.perform {
+        let callout = Timer(timeInterval: 0.02, repeats: false) { _ in
+            Loop.main.run(in: .default, for: .milliseconds(5))
+            nestedRunEndedAt.withLock { $0 = uptime() }
+        }
+        RunLoop.main.add(callout, forMode: .default)
+        Thread.detachNewThread {
+            waitFor("the nested run's end") { nestedRunEndedAt.value != nil }
+            usleep(100_000)
+            postedAt.withLock { $0 = uptime() }
+            _ = Loop.main.perform {
+                ranAt.withLock { $0 = uptime() }
+                CFRunLoopStop(CFRunLoopGetMain())
+            }
+        }
+        _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, 0.02 + boundSeconds, false)
+        guard let posted = postedAt.value else { fail("the other thread did not post within the run") }
+        guard let ran = ranAt.value else {
+            fail("a block another thread posted after a nested run of the loop did not run within \(boundSeconds) s")
+        }
+        let delay = (ran - posted) * 1000
+        check(
+            delay < 500, "a block another thread posted after a nested run of the loop ran after \(rounded(delay)) ms")
+        bridge.invalidate()
+        pass("post_after_nested_run_ms=\(rounded(delay))")
+    }
+    runLoop(until: "the checks in a loop block") { false }
+}

@@ -15,6 +15,7 @@ let scenarios: [String: () -> Void] = [
     "same-thread-loop-owns": { sameThreadScenario(foundationOwns: false) },
     "latency": latencyScenario,
     "pass-rules-foundation-owns": passRulesFoundationOwnsScenario,
+    "pass-rules-nested-own-run": passRulesNestedOwnRunScenario,
 ]
 /// swift-corelibs-foundation's own tests (Upstream/), per owner of the thread and setting of the loop.
 var allScenarios = scenarios

@@ -10,7 +10,11 @@ import Testing
             name: "pass-rules-foundation-owns",
             shows: "under CFRunLoopRunInMode with Loop.main bridged and Foundation busy with a version-0 source, "
                 + "chains of blocks, source performs and zero-delay timers started in a Timer's callout complete "
-                + "within 2 s")
+                + "within 2 s"),
+        CheckScenario(
+            name: "pass-rules-nested-own-run",
+            shows: "in a CFRunLoopRunInMode nested in a block of Loop.main.run, after a Timer's callout ran the loop "
+                + "for 5 ms, a block another thread posts 100 ms later runs at once"),
     ]
 
     @Test(arguments: scenarios)
