@@ -79,7 +79,8 @@ let package = Package(
         .target(name: "SplitMix64", swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "loop-bench",
-            dependencies: ["RunLoopKit", "RunLoopKitGLib", "RunLoopKitSystem", "SplitMix64"],
+            // GLib through RunLoopKitGLib's loader and CRunLoopKitGLib's signatures (G1-G3 call GLib themselves).
+            dependencies: ["RunLoopKit", "RunLoopKitGLib", "CRunLoopKitGLib", "RunLoopKitSystem", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Every kind of item, cross-thread traffic and LoopThread churn for a set time under CPU load, with

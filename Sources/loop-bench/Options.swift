@@ -1,3 +1,5 @@
+import RunLoopKitGLib
+
 /// The command line: `loop-bench [WORKLOAD|all]... [--runs N] [--quick] [--in-process]`, where a workload is given by
 /// its name (`ping-pong`) or by its id (`W1`), in any case (``usage`` lists them).
 struct Options {
@@ -14,7 +16,7 @@ struct Options {
 
     /// Every workload, in id order: the GLib ones (G1–G3) only where GLib can be loaded.
     static var allWorkloads: [any Benchmark.Type] {
-        let glibAvailable = (try? GLib.shared()) != nil
+        let glibAvailable = (try? GLibFunctions.shared()) != nil
         return everyWorkload.filter { glibAvailable || !($0 is GLibLatencyBenchmark.Type) }
     }
 
