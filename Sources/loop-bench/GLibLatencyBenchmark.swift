@@ -21,8 +21,8 @@ import Synchronization
 /// `cpu` (process CPU time ÷ wall time) and `behind`; and `in_p50`, `in_p99`: from the return of the target's wait
 /// (`epoll_wait` for G1, read by an `afterWaiting` observer; GLib's `poll` for G2 and G3, through a poll function
 /// set with `g_main_context_set_poll_func`) to the handler, the user-space part of the latency, which the wake-up
-/// itself (a VM's cross-CPU wake-up costs 3 to 10 µs from run to run) does not blur. scripts/glib-latency.sh runs the
-/// three alternately, each run in a fresh process, and prints medians over the runs.
+/// itself (a VM's cross-CPU wake-up costs 3 to 10 µs from run to run) does not blur. scripts/bench/glib-latency.sh runs
+/// the three alternately, each run in a fresh process, and prints medians over the runs.
 ///
 /// GLib itself is called through RunLoopKitGLib's loader (``GLibFunctions``, package access): a context and a main
 /// loop for the target thread, `g_main_context_invoke_full` (G3, and the quit), and the poll function.

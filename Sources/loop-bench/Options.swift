@@ -68,7 +68,7 @@ struct Options {
             workloads (name, id, what it does):
             \(workloads.joined(separator: "\n"))
               signal-latency, signal-latency-in-glib and glib-invoke-latency need GLib's runtime library, and all
-              leaves them out without it; scripts/glib-latency.sh alternates them.
+              leaves them out without it; scripts/bench/glib-latency.sh alternates them.
             options:
               --runs N       runs per workload, median reported (default 3)
               --quick        sizes divided by 10, for smoke runs
