@@ -40,7 +40,8 @@ let package = Package(
         .target(
             name: "RunLoopKit",
             dependencies: ["RunLoopKitSystem", "CRunLoopShims"],
-            exclude: ["Pass/WakeUpHandshake.pml"],  // The handshake's spin model, checked by scripts/check-handshake.sh.
+            // The handshake's spin model, checked by scripts/check/check-handshake.sh.
+            exclude: ["Pass/WakeUpHandshake.pml"],
             swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
         // Linux services on the core's sources: signals, child exits, file changes, memory pressure, systemd's
@@ -79,11 +80,12 @@ let package = Package(
         .target(name: "SplitMix64", swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "loop-bench",
-            dependencies: ["RunLoopKit", "RunLoopKitGLib", "RunLoopKitSystem", "SplitMix64"],
+            // GLib through RunLoopKitGLib's loader and CRunLoopKitGLib's signatures (G1-G3 call GLib themselves).
+            dependencies: ["RunLoopKit", "RunLoopKitGLib", "CRunLoopKitGLib", "RunLoopKitSystem", "SplitMix64"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Every kind of item, cross-thread traffic and LoopThread churn for a set time under CPU load, with
-        // exactly-once, descriptor, thread and memory checks (scripts/soak.sh; Docs/Reliability.md, "Soak").
+        // exactly-once, descriptor, thread and memory checks (scripts/check/soak.sh; Docs/Reliability.md, "Soak").
         .executableTarget(
             name: "loop-soak",
             dependencies: ["RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "SplitMix64"],

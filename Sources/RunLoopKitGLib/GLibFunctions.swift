@@ -11,8 +11,9 @@ import Glibc
 /// GLib loaded already: `dlopen` by soname then answers that same copy, so the bridge and the app share one GLib.
 ///
 /// The package-level members beyond what the bridge needs (main loops, timeouts, idles, child watches, descriptor
-/// sources, `g_main_context_invoke_full`) serve the tests and the demo, which have no GLib bindings
-/// of their own.
+/// sources, `g_main_context_invoke_full`, `g_main_context_set_poll_func`) serve the tests, the demo and loop-bench
+/// (its GLib workloads G1-G3 call GLib directly, with no closure boxes on the measured path), which have no GLib
+/// bindings of their own.
 package struct GLibFunctions: @unchecked Sendable {
     // Unchecked Sendable: immutable addresses of C functions; GLib's own rules say which may be called where.
 
@@ -47,7 +48,7 @@ package struct GLibFunctions: @unchecked Sendable {
     /// `g_main_depth`: how many dispatches of GLib's are in progress on the calling thread.
     let mainDepth: RLKGDepthFunction
 
-    // For the tests and the demo.
+    // For the tests, the demo and loop-bench.
     package let mainContextNew: RLKGContextFunction
     package let mainContextIteration: RLKGContextIterationFunction
     package let mainContextInvokeFull: RLKGContextInvokeFunction

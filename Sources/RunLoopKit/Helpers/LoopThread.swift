@@ -76,7 +76,8 @@ public final class LoopThread: Sendable {
         }
         startup.ready.wait()
         if let failure = startup.failure {
-            pthread_join(thread, nil)
+            // The thread is ours, joinable and not this one: the join cannot fail (as below, nothing to do if it did).
+            try? ThreadCalls.join(thread)
             throw failure
         }
         self.name = name
@@ -95,7 +96,7 @@ public final class LoopThread: Sendable {
             guard !handle.released else { return }
             handle.released = true
             // The last reference may go away on the worker itself (in a block it runs): it cannot join itself.
-            if loop.isCurrent { pthread_detach(handle.thread) } else { pthread_join(handle.thread, nil) }
+            if loop.isCurrent { try? ThreadCalls.detach(handle.thread) } else { try? ThreadCalls.join(handle.thread) }
         }
     }
 
@@ -219,7 +220,7 @@ public final class LoopThread: Sendable {
         guard !loop.isCurrent else { return }
         handle.withLock { handle in
             guard !handle.released else { return }
-            pthread_join(handle.thread, nil)
+            try? ThreadCalls.join(handle.thread)
             handle.released = true
         }
     }

@@ -92,13 +92,13 @@ enum DocumentationExamples {
     }
 
     /// Modules of other packages that Docs/Services.md's recipes beside swift-service-lifecycle import: this package
-    /// cannot build them (it keeps no dependencies), so scripts/lifecycle-check.sh copies those blocks into
-    /// scripts/lifecycle-check, a package of its own that depends on them, compiles them there and runs them.
+    /// cannot build them (it keeps no dependencies), so scripts/check/lifecycle-check.sh copies those blocks into
+    /// scripts/check/lifecycle-check, a package of its own that depends on them, compiles them there and runs them.
     static let compiledElsewhere: Set<String> = ["ServiceLifecycle", "Metrics", "Logging"]
 
     /// The ```` ```swift ```` blocks of `text`. A fence may be indented (inside a list item); its block ends at the
     /// next line that is only ```` ``` ````. A ```` ```swift gtk ```` block (a GTK app, which needs GTK's headers) is
-    /// not one of them: scripts/gtk-check.sh compiles and runs it, under Xvfb.
+    /// not one of them: scripts/check/gtk-check.sh compiles and runs it, under Xvfb.
     static func blocks(in text: String, page: String) -> [DocumentationExample] {
         var examples: [DocumentationExample] = []
         var open: (line: Int, indent: Int, lines: [String])?

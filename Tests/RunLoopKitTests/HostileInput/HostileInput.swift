@@ -10,16 +10,16 @@ import Glibc
 /// see, a broken promise (an untyped error, a result that breaks an invariant, a descriptor opened or closed) is
 /// named here.
 ///
-/// Shared by the fuzzer (scripts/fuzz.sh compiles this file with scripts/fuzz/FuzzEntry.swift under libFuzzer) and
-/// by `HostileInputTests`, which replays the kept corpus (scripts/fuzz/corpus/<target>/) and the crashes found.
-/// Imports nothing but the library and the system layer: no Testing, no Foundation.
+/// Shared by the fuzzer (scripts/check/fuzz.sh compiles this file with scripts/check/fuzz/FuzzEntry.swift under
+/// libFuzzer) and by `HostileInputTests`, which replays the kept corpus (scripts/check/fuzz/corpus/<target>/) and the
+/// crashes found. Imports nothing but the library and the system layer: no Testing, no Foundation.
 ///
 /// Input form: fields separated by the byte 0xFF (which UTF-8 text never holds). Where the target reads variables,
 /// each field is `NAME=value` (a variable that no field names is absent); a value that is exactly `$` stands for
 /// the process's own pid (the fuzzer gets past the pid check that way).
 enum HostileInput {
-    /// The targets, by the name scripts/fuzz.sh and the corpus directories use. The flag says whether the process is
-    /// quiet (no other thread opens or closes descriptors meanwhile, as in the fuzzer): only then are the numbers
+    /// The targets, by the name scripts/check/fuzz.sh and the corpus directories use. The flag says whether the process
+    /// is quiet (no other thread opens or closes descriptors meanwhile, as in the fuzzer): only then are the numbers
     /// open before and after compared.
     static let targets: [String: @Sendable ([UInt8], Bool) -> [String]] = [
         "listen": listen, "notify": { bytes, _ in notify(bytes) }, "watchdog": { bytes, _ in watchdog(bytes) },

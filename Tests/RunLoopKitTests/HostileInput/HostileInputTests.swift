@@ -6,13 +6,13 @@ import Testing
 @testable import RunLoopKitServices
 @testable import RunLoopKitSystem
 
-/// The fuzzer's corpus (scripts/fuzz/corpus/<target>/, grown by `scripts/fuzz.sh --merge`) replayed through the same
-/// targets (``HostileInput``) without libFuzzer, and each crash the fuzzer found, kept as a test of its own.
+/// The fuzzer's corpus (scripts/check/fuzz/corpus/<target>/, grown by `scripts/check/fuzz.sh --merge`) replayed through
+/// the same targets (``HostileInput``) without libFuzzer, and each crash the fuzzer found, kept as a test of its own.
 @Suite struct HostileInputTests {
     /// Where the corpus is kept, from this file's place in the repository.
     static let corpus = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("scripts/fuzz/corpus")
+        .deletingLastPathComponent().appendingPathComponent("scripts/check/fuzz/corpus")
 
     static let targets = HostileInput.targets.keys.sorted()
 
