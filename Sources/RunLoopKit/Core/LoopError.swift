@@ -18,6 +18,7 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
         private let name: String
 
         /// A code named `name`, which must be the name of the constant that holds it and unique in the package.
+        /// Package seam: each product's extension of `Code` (see Loop+PackageSeam.swift).
         package init(_ name: String) {
             self.name = name
         }
@@ -77,13 +78,11 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The message, with the code.
     public var description: String { "LoopError.\(code): \(message)" }
 
-    // MARK: package seam: system-call errors, for RunLoopKitServices and RunLoopKitGLib
-
     /// A failed system call of the core's descriptor registration (`epoll_ctl(2)`), classified by what its `errno`
     /// means there: `EBADF` ``Code/badDescriptor``, `EEXIST` ``Code/descriptorAlreadyRegistered``, `EPERM`
     /// ``Code/descriptorNotPollable``, anything else ``Code/systemCallFailed``. Any other call's failure is
     /// ``init(systemCall:context:)``.
-    package init(_ error: SystemError, context: String) {
+    init(_ error: SystemError, context: String) {
         let code: Code =
             switch error.errno {
             case EBADF: .badDescriptor
@@ -93,6 +92,8 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
             }
         self.init(code, errno: error.errno, message: "\(context): \(error)")
     }
+
+    // MARK: package seam (every product's errors; see Loop+PackageSeam.swift)
 
     /// Any failed system call, as ``Code/systemCallFailed`` with its `errno`, whatever the `errno` is: the one way the
     /// services and the bridges report a call of their own (`sendmsg(2)`, `sigaction(2)`, `inotify_init1(2)`,
