@@ -23,11 +23,14 @@ let package = Package(
     ],
     targets: [
         // What Swift's Glibc module leaves out (the epoll, eventfd, timerfd and pidfd calls), libdispatch's main-queue
-        // hooks, and the signal relay, whose handler must be async-signal-safe C.
+        // hooks, the current loop's slot, and the fault-injection countdown for C code that cannot reach Swift: what
+        // the system layer and the core need, nothing of the services'.
         .target(
             name: "CRunLoopShims",
             cSettings: [.define("RUNLOOPKIT_FAULT_INJECTION", .when(configuration: .debug))],
-            linkerSettings: [.linkedLibrary("dl")]  // dladdr(3), in libc itself only from glibc 2.34.
+            // dlopen, dlsym and dladdr(3) are in libc itself only from glibc 2.34: linked at the bottom of every
+            // product for the modules above that call them (the GLib bridge, the tools, the tests).
+            linkerSettings: [.linkedLibrary("dl")]
         ),
         // The system layer: one wrapper per Glibc call (EINTR retried, errno typed), the library's lock and its trap.
         // Every declaration is `package`: each product uses these wrappers, none writes its own, and no user sees them.
@@ -44,11 +47,20 @@ let package = Package(
             exclude: ["Pass/WakeUpHandshake.pml"],
             swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
+        // The services' signal relay, whose handler must be async-signal-safe C: the table of watching eventfds per
+        // signal and the sigaction handler that writes them. Only RunLoopKitServices depends on it; debug builds fail
+        // its writes through CRunLoopShims' fault countdown.
+        .target(
+            name: "CRunLoopKitServices",
+            dependencies: ["CRunLoopShims"],
+            cSettings: [.define("RUNLOOPKIT_FAULT_INJECTION", .when(configuration: .debug))],
+            linkerSettings: [.linkedLibrary("dl")]  // dladdr(3), in libc itself only from glibc 2.34.
+        ),
         // Linux services on the core's sources: signals, child exits, file changes, memory pressure, systemd's
         // notify and watchdog, graceful shutdown.
         .target(
             name: "RunLoopKitServices",
-            dependencies: ["RunLoopKit", "RunLoopKitSystem", "CRunLoopShims"],
+            dependencies: ["RunLoopKit", "RunLoopKitSystem", "CRunLoopKitServices"],
             swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
         // Installs the Swift runtime's async-main drain hook before main(): C, for the hook's calling convention.

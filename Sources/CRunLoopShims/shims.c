@@ -1,10 +1,12 @@
-// The storage of CurrentLoop.h's thread-local slot, and dup3(2), which glibc declares only under _GNU_SOURCE;
-// everything else in the target lives in its headers.
+// The storage of CurrentLoop.h's thread-local slot, FaultCountdown.h's countdown, and dup3(2), which glibc declares
+// only under _GNU_SOURCE; everything else in the target lives in its headers.
 //
 // `nodebug`: without a debug entry for it, the object has no DWARF 5 string forms, which valgrind 3.19 (Debian 12)
 // cannot read; CI's allocation check runs loop-bench under it.
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "CRunLoopShims.h"
@@ -13,4 +15,26 @@ __attribute__((nodebug)) __thread void *crunloop_current_loop_slot = 0;
 
 __attribute__((nodebug)) int crunloop_dup3_cloexec(int descriptor, int target) {
     return dup3(descriptor, target, O_CLOEXEC);
+}
+
+// The countdown of FaultCountdown.h: the next `countdownFailures` takes answer `countdownErrno`.
+static _Atomic int countdownErrno;
+static _Atomic int countdownFailures;
+static _Atomic int countdownFailed;
+
+__attribute__((nodebug)) int crunloop_fault_countdown_set(int code, int times) {
+    int failed = atomic_exchange(&countdownFailed, 0);
+    atomic_store(&countdownFailures, 0);
+    atomic_store(&countdownErrno, code);
+    atomic_store(&countdownFailures, times);
+    return failed;
+}
+
+__attribute__((nodebug)) int crunloop_fault_countdown_take(void) {
+    if (atomic_load(&countdownFailures) > 0 && atomic_fetch_sub(&countdownFailures, 1) > 0) {
+        atomic_fetch_add(&countdownFailed, 1);
+        int code = atomic_load(&countdownErrno);
+        return code != 0 ? code : EIO;
+    }
+    return 0;
 }

@@ -23,20 +23,18 @@ extension Loop {
     ///   direction Foundation runs, in its mode of the same name, whenever the loop runs one of its common modes.
     /// - Returns: The bridge, whose ``FoundationBridge/invalidate()`` parts the two loops. It lasts until then,
     ///   whether or not the result is kept.
-    /// - Throws: ``FoundationBridgeError/Code/alreadyBridged`` when the loop is bridged already;
-    ///   ``FoundationBridgeError/Code/notOnLoopThread`` for a loop other than ``main`` called from another thread;
-    ///   ``FoundationBridgeError/Code/invalidMode`` for ``Mode/common``;
-    ///   ``FoundationBridgeError/Code/loopTerminated`` when the loop's thread has exited;
-    ///   ``FoundationBridgeError/Code/systemCallFailed`` when the loop's ``RunLoopKit/Loop/pollDescriptor``, which CF's
-    ///   run loop waits on, cannot be made (no descriptor left, say).
+    /// - Throws: ``RunLoopKit/LoopError``: `alreadyBridged` when the loop is bridged already; `notOnLoopThread` for
+    ///   a loop other than ``main`` called from another thread; `invalidMode` for ``Mode/common``; `loopTerminated`
+    ///   when the loop's thread has exited; `systemCallFailed` when the loop's ``RunLoopKit/Loop/pollDescriptor``,
+    ///   which CF's run loop waits on, cannot be made (no descriptor left, say).
     @discardableResult
-    public func bridgeToFoundation(mode: Mode = .default) throws(FoundationBridgeError) -> FoundationBridge {
+    public func bridgeToFoundation(mode: Mode = .default) throws(LoopError) -> FoundationBridge {
         guard mode != .common else {
-            throw FoundationBridgeError(
+            throw LoopError(
                 .invalidMode, message: "Foundation runs one mode of the loop at a time; .common names a set of modes")
         }
         guard !isTerminated else {
-            throw FoundationBridgeError(.loopTerminated, message: "\(self): its thread has exited")
+            throw LoopError(.loopTerminated, message: "\(self): its thread has exited")
         }
         let runLoop: CFRunLoop
         if isMain {
@@ -44,22 +42,18 @@ extension Loop {
         } else if isCurrent {
             runLoop = CFRunLoopGetCurrent()
         } else {
-            throw FoundationBridgeError(
+            throw LoopError(
                 .notOnLoopThread,
                 message: "\(self) can only be bridged on its own thread: Foundation gives no other thread's RunLoop")
         }
-        do {
-            try makePollDescriptor()  // What CF's run loop will wait on; made here, where a failure can be told.
-        } catch {
-            throw FoundationBridgeError(.systemCallFailed, message: "\(self): \(error.message)")
-        }
+        try makePollDescriptor()  // What CF's run loop will wait on; made here, where a failure can be told.
         let bridge: FoundationBridge
         switch FoundationBridge.slots.claim(self, make: { FoundationBridge(loop: self, mode: mode, runLoop: runLoop) })
         {
         case .made(let made):
             bridge = made
         case .taken(let existing):
-            throw FoundationBridgeError(
+            throw LoopError(
                 .alreadyBridged,
                 message:
                     "\(self) is bridged to Foundation already (mode \(existing.mode)); invalidate that bridge first")
@@ -68,7 +62,8 @@ extension Loop {
             try bridge.addLoopSide()
         } catch {
             bridge.invalidate()
-            throw FoundationBridgeError(.loopTerminated, message: "\(self) refused the bridge's items: \(error)")
+            throw LoopError(
+                error.code, errno: error.errno, message: "\(self) refused the bridge's items: \(error.message)")
         }
         return bridge
     }

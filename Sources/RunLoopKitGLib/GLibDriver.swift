@@ -85,7 +85,7 @@ public final class GLibDriver: @unchecked Sendable {
     init(
         loop: Loop, context: OpaquePointer?, mode: Loop.Mode, glib: GLibFunctions,
         nestedIn attachment: GLibAttachment? = nil
-    ) throws(GLibError) {
+    ) throws(LoopError) {
         self.loop = loop
         self.mode = mode
         self.glib = glib
@@ -95,7 +95,7 @@ public final class GLibDriver: @unchecked Sendable {
         records = .allocate(capacity: capacity)
         guard glib.mainContextAcquire(self.context) != 0 else {
             glib.mainContextUnref(self.context)
-            throw GLibError(
+            throw LoopError(
                 .contextOwnedElsewhere,
                 message: "the GMainContext is acquired by another thread (a GLib main loop runs there); only one "
                     + "thread can iterate a context")
@@ -110,7 +110,7 @@ public final class GLibDriver: @unchecked Sendable {
 
     /// Makes and adds the three items, then prepares the first iteration: GLib work ready already (or any other
     /// thread's) is served by the loop's next pass, with no call to prime it.
-    private func start() throws(GLibError) {
+    private func start() throws(LoopError) {
         pollSet = try GLibPollSet(loop: loop, mode: mode) { [self] in iterate() }
         // Called after every other observer of the same activity: `order` is the largest there is.
         let observer = LoopObserver(activities: [.beforeTimers, .beforeWaiting, .afterWaiting], order: .max) {
@@ -122,18 +122,14 @@ public final class GLibDriver: @unchecked Sendable {
         // one-shot timer it stays valid after firing, so the next `setNextFireTime(_:)` re-arms it.
         let far = Loop.Instant.now + LoopTimer.maximumInterval
         let alarm: LoopTimer
-        do {
-            alarm = try LoopTimer(at: far, repeating: LoopTimer.maximumInterval) { [self] _ in
-                alarmTime = .max
-                iterate()
-            }
-            alarm.keepsRunAlive = false
-            self.alarm = alarm
-            try loop.add(observer, to: mode)
-            try loop.add(alarm, to: mode)
-        } catch {
-            throw GLibError(.loopRefused, message: "adding the GLib driver's items to \(loop): \(error)")
+        alarm = try LoopTimer(at: far, repeating: LoopTimer.maximumInterval) { [self] _ in
+            alarmTime = .max
+            iterate()
         }
+        alarm.keepsRunAlive = false
+        self.alarm = alarm
+        try loop.add(observer, to: mode)
+        try loop.add(alarm, to: mode)
         if ownsNestedLoopSource {
             nestedLoopSource = GLibAttachment(
                 loop: loop, context: OpaquePointer(context), mode: mode, priority: 0, glib: glib

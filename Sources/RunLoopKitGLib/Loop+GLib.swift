@@ -2,7 +2,8 @@ import RunLoopKit
 import RunLoopKitSystem
 
 /// The GLib bridge, both ways: a loop inside a GLib main loop (``attachToGLib(context:mode:priority:)``), and a GLib
-/// main context inside a loop (``driveGLib(context:mode:)``). GLib is loaded at run time; see ``GLibError``.
+/// main context inside a loop (``driveGLib(context:mode:)``). GLib is loaded at run time: a process without
+/// it gets ``RunLoopKit/LoopError/Code-swift.struct/libraryUnavailable``.
 extension Loop {
     /// Runs this loop inside a GLib main context, for a thread that GLib owns: `g_main_loop_run`, `gtk_main`,
     /// `g_application_run`. Safe from any thread; the context must then be iterated on this loop's thread.
@@ -26,31 +27,27 @@ extension Loop {
     ///     it is idle; `200` (`G_PRIORITY_DEFAULT_IDLE`) lets them go first.
     /// - Returns: The attachment, whose ``GLibAttachment/invalidate()`` takes the loop out again. It stays attached
     ///   until then, whether or not the result is kept.
-    /// - Throws: ``GLibError/Code/libraryUnavailable`` when GLib is not installed (``GLibError/Code/symbolMissing``:
-    ///   too old); ``GLibError/Code/invalidMode`` for ``Mode/common``; ``GLibError/Code/loopRefused`` when the
-    ///   loop's thread has exited or its ``RunLoopKit/Loop/pollDescriptor`` cannot be made (no descriptor left);
-    ///   ``GLibError/Code/alreadyBridged`` when the loop is attached already (a second
-    ///   attachment would run every pass twice): invalidate the first to attach again.
+    /// - Throws: ``LoopError``: `libraryUnavailable` when GLib is not installed (`symbolMissing`: too old);
+    ///   `invalidMode` for ``Mode/common``; `loopTerminated` when the loop's thread has exited; `systemCallFailed`
+    ///   when its ``RunLoopKit/Loop/pollDescriptor`` cannot be made (no descriptor left); `alreadyBridged` when the
+    ///   loop is attached already (a second attachment would run every pass twice): invalidate the first to attach
+    ///   again.
     @discardableResult
     public func attachToGLib(
         context: OpaquePointer? = nil, mode: Mode = .default, priority: Int32 = 0
-    ) throws(GLibError) -> GLibAttachment {
+    ) throws(LoopError) -> GLibAttachment {
         let glib = try GLibFunctions.shared()
         guard mode != .common else {
-            throw GLibError(
+            throw LoopError(
                 .invalidMode, message: "a loop runs one mode at a time in GLib; .common names a set of modes")
         }
-        guard !isTerminated else { throw GLibError(.loopRefused, message: "\(self): its thread has exited") }
-        do {
-            try makePollDescriptor()  // What GLib will poll; made here, where a failure can be told.
-        } catch {
-            throw GLibError(.loopRefused, message: "\(self): \(error.message)")
-        }
+        guard !isTerminated else { throw LoopError(.loopTerminated, message: "\(self): its thread has exited") }
+        try makePollDescriptor()  // What GLib will poll; made here, where a failure can be told.
         let claim = GLibAttachment.slots.claim(self) {
             GLibAttachment(loop: self, context: context, mode: mode, priority: priority, glib: glib)
         }
         guard case .made(let attachment) = claim else {
-            throw GLibError(
+            throw LoopError(
                 .alreadyBridged,
                 message: "\(self) is attached to a GLib main context already; invalidate that attachment first (a "
                     + "second would run every pass twice)")
@@ -75,19 +72,19 @@ extension Loop {
     ///   - mode: Where GLib is served; default ``Mode/common``, every common mode, like the main queue.
     /// - Returns: The driver, whose ``GLibDriver/invalidate()`` stops it. It runs until then, whether or not the
     ///   result is kept; its items never keep a run going by themselves.
-    /// - Throws: ``GLibError/Code/libraryUnavailable`` or ``GLibError/Code/symbolMissing`` as above;
-    ///   ``GLibError/Code/contextOwnedElsewhere`` when another thread has acquired the context;
-    ///   ``GLibError/Code/loopRefused`` when the loop cannot take the driver's items (no descriptor left for its
-    ///   epoll set, say); ``GLibError/Code/alreadyBridged`` when the loop drives a context already.
+    /// - Throws: ``LoopError``: `libraryUnavailable` or `symbolMissing` as above; `contextOwnedElsewhere` when
+    ///   another thread has acquired the context; the loop's own error when it cannot take the driver's items
+    ///   (`systemCallFailed` with no descriptor left for its epoll set, say); `alreadyBridged` when the loop drives a
+    ///   context already.
     @discardableResult
-    public func driveGLib(context: OpaquePointer? = nil, mode: Mode = .common) throws(GLibError) -> GLibDriver {
+    public func driveGLib(context: OpaquePointer? = nil, mode: Mode = .common) throws(LoopError) -> GLibDriver {
         require(isCurrent, "RunLoopKitGLib: Loop.driveGLib(context:mode:) must be called on the loop's own thread")
         let glib = try GLibFunctions.shared()
-        let claim = try GLibDriver.slots.claim(self) { () throws(GLibError) in
+        let claim = try GLibDriver.slots.claim(self) { () throws(LoopError) in
             try GLibDriver(loop: self, context: context, mode: mode, glib: glib)
         }
         guard case .made(let driver) = claim else {
-            throw GLibError(
+            throw LoopError(
                 .alreadyBridged,
                 message: "\(self) drives a GLib main context already; invalidate that driver first (a second would "
                     + "iterate the context twice)")

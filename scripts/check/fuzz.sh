@@ -40,13 +40,14 @@ swift build --build-path "$build" --sanitize address -Xswiftc -sanitize=fuzzer -
     --target RunLoopKitServices >&2
 modules="$build/debug"
 objects=()
-for module in CRunLoopShims RunLoopKitSystem RunLoopKit RunLoopKitServices; do
+for module in CRunLoopShims CRunLoopKitServices RunLoopKitSystem RunLoopKit RunLoopKitServices; do
     objects+=("$modules/$module.build"/*.o)
 done
 binary="$build/runloopkit-fuzz"
 swiftc -parse-as-library -swift-version 6 -sanitize=fuzzer,address -g \
-    -I "$modules/Modules" -I Sources/CRunLoopShims/include \
+    -I "$modules/Modules" -I Sources/CRunLoopShims/include -I Sources/CRunLoopKitServices/include \
     -Xcc -fmodule-map-file="$modules/CRunLoopShims.build/module.modulemap" \
+    -Xcc -fmodule-map-file="$modules/CRunLoopKitServices.build/module.modulemap" \
     Tests/RunLoopKitTests/HostileInput/HostileInput.swift scripts/check/fuzz/FuzzEntry.swift "${objects[@]}" -ldl \
     -o "$binary" 2> >(grep -v "Cannot export local symbol" >&2)
 

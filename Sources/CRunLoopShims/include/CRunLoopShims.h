@@ -1,6 +1,6 @@
 // The Linux headers Swift's Glibc module leaves out, libdispatch's main-queue hooks (DispatchMainQueueHooks.h), the
-// signal relay's async-signal-safe C half (SignalRelay.h), and the current loop's thread-local slot (CurrentLoop.h).
-// Nothing else but tiny wrappers of what Swift cannot call directly (the variadic syscall(2) for gettid, pidfd_open
+// current loop's thread-local slot (CurrentLoop.h), and the fault-injection countdown for C code that cannot reach
+// Swift (FaultCountdown.h). Nothing else but tiny wrappers of what Swift cannot call directly (the variadic syscall(2) for gettid, pidfd_open
 // and kcmp, dup3, and waitid(2) with an idtype_t constant older glibc headers lack).
 #ifndef C_RUNLOOP_SHIMS_H
 #define C_RUNLOOP_SHIMS_H
@@ -19,7 +19,7 @@
 
 #include "CurrentLoop.h"
 #include "DispatchMainQueueHooks.h"
-#include "SignalRelay.h"
+#include "FaultCountdown.h"
 
 /// The calling thread's kernel thread id (gettid(2)), which Swift cannot reach through the variadic syscall(2).
 static inline pid_t crunloop_gettid(void) { return (pid_t)syscall(SYS_gettid); }

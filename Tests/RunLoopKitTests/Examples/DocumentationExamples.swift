@@ -191,8 +191,12 @@ struct ExampleBuilder: Sendable {
         return nil
     }
 
+    /// The C target of each opt-in product that has one (the services' signal relay): its objects are linked and
+    /// its module map passed with the product's.
+    static let cTargets = ["RunLoopKitServices": "CRunLoopKitServices"]
+
     /// The object files to link: the library, its system layer and C shims, plus the opt-in products (services, the
-    /// Foundation bridge) and the async-main product when asked for.
+    /// Foundation bridge) with their C targets, and the async-main product when asked for.
     ///
     /// Taken from the link list SwiftPM wrote for a product that links them (the test bundle's own, or
     /// async-main-check's), not from the folders: a folder keeps the objects of source files renamed or deleted
@@ -200,6 +204,7 @@ struct ExampleBuilder: Sendable {
     func objects(asyncMain: Bool, products: [String]) throws -> [String] {
         var folders = ["RunLoopKit.build", "RunLoopKitSystem.build", "CRunLoopShims.build"]
         folders += products.map { "\($0).build" }
+        folders += products.compactMap { Self.cTargets[$0] }.map { "\($0).build" }
         if asyncMain { folders += ["RunLoopKitAsyncMain.build", "CRunLoopKitAsyncMain.build"] }
         let product = asyncMain ? "async-main-check" : "RunLoopKitPackageTests"
         let list = buildFolder.appendingPathComponent("\(product).product/Objects.LinkFileList")
@@ -225,6 +230,12 @@ struct ExampleBuilder: Sendable {
         ]
         if asyncMain {
             arguments += ["-Xcc", "-fmodule-map-file=\(build)/CRunLoopKitAsyncMain.build/module.modulemap"]
+        }
+        for cTarget in products.compactMap({ Self.cTargets[$0] }) {
+            let headers = DocumentationExamples.packageRoot.appendingPathComponent("Sources/\(cTarget)/include")
+            arguments += [
+                "-Xcc", "-fmodule-map-file=\(build)/\(cTarget).build/module.modulemap", "-Xcc", "-I\(headers.path)",
+            ]
         }
         if let sanitizer { arguments.append("-sanitize=\(sanitizer)") }
         return arguments + (try objects(asyncMain: asyncMain, products: products)) + ["-o", executable.path]

@@ -23,11 +23,11 @@ import Testing
     }
 
     /// The code of the error `body` throws; `nil` when it throws none.
-    static func failure(_ body: () throws -> FoundationBridge) -> FoundationBridgeError.Code? {
+    static func failure(_ body: () throws -> FoundationBridge) -> LoopError.Code? {
         do {
             _ = try body()
             return nil
-        } catch let error as FoundationBridgeError {
+        } catch let error as LoopError {
             return error.code
         } catch {
             return nil

@@ -242,11 +242,11 @@ struct GLibAttachmentTests {
     @Test func aSecondAttachmentIsRefusedUntilTheFirstIsInvalidated() throws {
         let host = GLibHostThread()
         let outcome: String = host.onThread {
-            do {
+            do throws(LoopError) {
                 try host.loop.attachToGLib(context: host.context)
                 return "accepted"
             } catch {
-                return "\((error as? GLibError)?.code.description ?? "\(error)")"
+                return error.code.description
             }
         }
         #expect(outcome == "alreadyBridged")
@@ -262,7 +262,7 @@ struct GLibAttachmentTests {
     }
 
     @Test func theCommonPseudoModeIsRefused() throws {
-        #expect(throws: GLibError.self) { try Loop.current.attachToGLib(mode: .common) }
+        #expect(throws: LoopError.self) { try Loop.current.attachToGLib(mode: .common) }
         do {
             try Loop.current.attachToGLib(mode: .common)
         } catch {

@@ -371,11 +371,11 @@ struct GLibDriverTests {
     @Test func aSecondDriverOfOneLoopIsRefused() throws {
         let driving = GLibDrivingThread()
         let outcome: String = driving.onThread {
-            do {
+            do throws(LoopError) {
                 try driving.loop.driveGLib(context: driving.context)
                 return "accepted"
             } catch {
-                return "\((error as? GLibError)?.code.description ?? "\(error)")"
+                return error.code.description
             }
         }
         #expect(outcome == "alreadyBridged")
@@ -388,14 +388,12 @@ struct GLibDriverTests {
         nonisolated(unsafe) let context = glibOnly.context
         let outcome = Box<String>()
         let thread = TestThread {
-            do {
+            do throws(LoopError) {
                 let driver = try Loop.current.driveGLib(context: context)
                 driver.invalidate()
                 outcome.value = "driven"
-            } catch let error as GLibError {
-                outcome.value = "\(error.code)"
             } catch {
-                outcome.value = "\(error)"
+                outcome.value = "\(error.code)"
             }
         }
         thread.join()

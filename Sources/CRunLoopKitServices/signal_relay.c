@@ -1,7 +1,8 @@
-// The signal relay's async-signal-safe half; see include/SignalRelay.h. (_GNU_SOURCE for dladdr, which the
+// The signal relay's async-signal-safe half; see include/CRunLoopKitServices.h. (_GNU_SOURCE for dladdr, which the
 // Dispatch check uses outside signal context.)
 #define _GNU_SOURCE
-#include "SignalRelay.h"
+#include "CRunLoopKitServices.h"
+#include "FaultCountdown.h"  // CRunLoopShims': debug builds fail wake-up writes as FaultInjection scripts them.
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -22,10 +23,6 @@ static _Atomic uint64_t pending[CRUNLOOP_SIGNAL_LIMIT][CRUNLOOP_SIGNAL_SLOTS];
 // Wake-up writes that failed with something other than EINTR (on a healthy eventfd, only EAGAIN can: the counter
 // is at its maximum, so the loop is being woken anyway).
 static _Atomic uint64_t failedWrites;
-// Fault injection (debug builds): the next `injectedWriteFailures` writes fail with `injectedWriteErrno`.
-static _Atomic int injectedWriteErrno;
-static _Atomic int injectedWriteFailures;
-static _Atomic int injectedWriteCount;
 // The process the watchers belong to; a fork child's handler must not write to its parent's eventfds.
 static _Atomic pid_t relayProcess;
 // Handlers running now, split by the phase they started in, so a detach waits only for handlers that started
@@ -36,10 +33,7 @@ static _Atomic unsigned long activeHandlers[2];
 // Adds one to the eventfd, retrying EINTR; answers whether the write succeeded.
 static int wake(int descriptor) {
 #ifdef RUNLOOPKIT_FAULT_INJECTION
-    if (atomic_load(&injectedWriteFailures) > 0 && atomic_fetch_sub(&injectedWriteFailures, 1) > 0) {
-        atomic_fetch_add(&injectedWriteCount, 1);
-        return 0;
-    }
+    if (crunloop_fault_countdown_take() != 0) return 0;
 #endif
     uint64_t one = 1;
     while (write(descriptor, &one, sizeof one) < 0) {
@@ -133,10 +127,3 @@ uint64_t crunloop_signal_relay_take(int signo, int slot) {
 
 uint64_t crunloop_signal_relay_failed_writes(void) { return atomic_load(&failedWrites); }
 
-int crunloop_fault_set_relay_write(int code, int times) {
-    int injected = atomic_exchange(&injectedWriteCount, 0);
-    atomic_store(&injectedWriteFailures, 0);
-    atomic_store(&injectedWriteErrno, code);
-    atomic_store(&injectedWriteFailures, times);
-    return injected;
-}

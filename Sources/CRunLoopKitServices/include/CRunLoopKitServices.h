@@ -2,9 +2,9 @@
 // sigaction handler that writes to them. C on purpose: a signal handler must not reach the Swift runtime (type
 // metadata instantiation, retain/release, exclusivity tracking, lazy globals may allocate or lock), and in C
 // nothing here can. Everything else (validation, the lock, sigaction, restoring dispositions) is Swift, in
-// RunLoopKit's SignalRelay.
-#ifndef C_RUNLOOP_SIGNAL_RELAY_H
-#define C_RUNLOOP_SIGNAL_RELAY_H
+// RunLoopKitServices' SignalRelay. Only RunLoopKitServices uses this target.
+#ifndef C_RUNLOOP_KIT_SERVICES_H
+#define C_RUNLOOP_KIT_SERVICES_H
 
 #include <signal.h>
 #include <stdint.h>
@@ -50,9 +50,5 @@ uint64_t crunloop_signal_relay_take(int signo, int slot);
 
 /// How many wake-up writes failed with something other than EINTR since the process started.
 uint64_t crunloop_signal_relay_failed_writes(void);
-
-/// Fault injection (only debug builds consult it): the next `times` wake-up writes of the handler fail with
-/// `code` (0 and 0 to stop). Answers how many writes the previous setting failed.
-int crunloop_fault_set_relay_write(int code, int times);
 
 #endif
