@@ -1,9 +1,8 @@
 import Glibc
+import RunLoopKit
 import RunLoopKitSystem
 import TestSupport
 import Testing
-
-@testable import RunLoopKit
 
 /// Every wrapped system call made to fail with every `errno` its manual page lists (``FaultMatrix``), through the
 /// syscall layer's fault-injection seam (System/FaultInjection.swift, debug builds only). The script is

@@ -1,9 +1,8 @@
 import Glibc
+import RunLoopKit
 import RunLoopKitSystem
 import TestSupport
 import Testing
-
-@testable import RunLoopKit
 
 /// One cell of the fault matrix: a wrapped system call made to fail with one `errno` where one scenario makes it,
 /// and what the caller must see.

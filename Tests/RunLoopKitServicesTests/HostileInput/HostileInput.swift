@@ -1,8 +1,8 @@
 import Glibc
+import RunLoopKit
+import RunLoopKitSystem
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
-@testable import RunLoopKitSystem
 
 /// Every parser of input from outside the process, fed arbitrary bytes: the systemd variables (`LISTEN_*`,
 /// `NOTIFY_SOCKET` and the notify lines, `WATCHDOG_*`, `MEMORY_PRESSURE_*`), PSI files, `/proc/self/cgroup` and

@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
+import RunLoopKit
+import RunLoopKitSystem
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
-@testable import RunLoopKitSystem
 
 /// What fuzzing the parsers of outside input hardened (Docs/Reliability.md, "Hostile input"): each defect, as a test
 /// of its own.

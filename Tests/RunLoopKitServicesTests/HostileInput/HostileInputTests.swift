@@ -1,10 +1,10 @@
 import Foundation
 import Glibc
+import RunLoopKit
+import RunLoopKitSystem
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
-@testable import RunLoopKitSystem
 
 /// The fuzzer's corpus (scripts/fuzz/corpus/<target>/, grown by `scripts/fuzz.sh --merge`) replayed through the same
 /// targets (``HostileInput``) without libFuzzer, and each crash the fuzzer found, kept as a test of its own.

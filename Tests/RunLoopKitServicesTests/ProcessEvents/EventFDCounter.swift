@@ -1,7 +1,6 @@
 import Glibc
+import RunLoopKit
 import RunLoopKitSystem
-
-@testable import RunLoopKit
 
 extension EventFD {
     /// Reads and resets an eventfd's counter: the sum of the writes since the last read, 0 when there were none.

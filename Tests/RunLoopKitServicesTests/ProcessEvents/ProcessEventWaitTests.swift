@@ -1,8 +1,8 @@
 import Glibc
+import RunLoopKit
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
 
 /// The `async` forms of the process-event sources: `await` a child's exit, `for try await` a signal's deliveries;

@@ -1,10 +1,9 @@
 import Foundation
 import Glibc
+import RunLoopKit
 import Synchronization
 import TestSupport
 import Testing
-
-@testable import RunLoopKit
 
 /// Helpers for the signal source tests, which run in exit-test child processes: a signal disposition is
 /// process-wide and must never leak into the test runner.

@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
+import RunLoopKit
 import RunLoopKitSystem
 import Synchronization
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
 
 /// Unix signals as a loop source. Every scenario that installs a disposition runs in an exit-test child process,

@@ -1,9 +1,8 @@
 import Glibc
+import RunLoopKit
 import RunLoopKitServices
 import TestSupport
 import Testing
-
-@testable import RunLoopKit
 
 /// The services' sources are items of one shape: each is a `DescriptorBackedSource`, taken by the loop's one
 /// `add`/`remove`/`contains`, with the properties every descriptor-backed source has (order, keep-alive, rate limit,

@@ -1,8 +1,8 @@
 import Glibc
+import RunLoopKit
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
 
 /// The shutdown helper, end to end. Signals are process-wide, so each scenario runs in an exit-test child, with the

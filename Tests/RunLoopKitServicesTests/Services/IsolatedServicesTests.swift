@@ -1,8 +1,8 @@
 import Glibc
+import RunLoopKit
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
 
 /// An actor whose executor is a loop, making the services' sources and an exit handler through the loop's isolated

@@ -1,9 +1,9 @@
 import Glibc
+import RunLoopKit
 import RunLoopKitSystem
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
 
 /// systemd's convention for machines without PSI: `MEMORY_PRESSURE_WATCH` (or `path`) names a FIFO another service

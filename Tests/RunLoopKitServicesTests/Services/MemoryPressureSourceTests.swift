@@ -1,9 +1,9 @@
 import Glibc
+import RunLoopKit
 import RunLoopKitSystem
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
 
 /// Memory-pressure sources: triggers parsed and checked, the pressure file found, a trigger armed on this machine's

@@ -1,8 +1,8 @@
 import Glibc
+import RunLoopKit
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
 
 /// The fd store and timeout extensions against a stand-in notify socket: the message read with `recvmsg`, the passed

@@ -1,10 +1,10 @@
 import Glibc
+import RunLoopKit
 import RunLoopKitSystem
 import Synchronization
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
 
 /// The notify protocol against a real datagram socket standing in for systemd, and the watchdog's keep-alives from

@@ -1,10 +1,10 @@
 import Foundation
 import Glibc
+import RunLoopKit
 import RunLoopKitSystem
 import TestSupport
 import Testing
 
-@testable import RunLoopKit
 @testable import RunLoopKitServices
 
 /// Socket activation: the real `systemd-socket-activate` hands listening sockets to the `socket-activation-check`
