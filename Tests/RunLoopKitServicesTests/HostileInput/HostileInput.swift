@@ -1,8 +1,10 @@
 import Glibc
 import RunLoopKit
-import RunLoopKitSystem
 
+// @testable, not for internals but for the `package` declarations: scripts/fuzz.sh compiles this file with swiftc
+// outside SwiftPM, without the package's name, which a plain import needs to see them.
 @testable import RunLoopKitServices
+@testable import RunLoopKitSystem
 
 /// Every parser of input from outside the process, fed arbitrary bytes: the systemd variables (`LISTEN_*`,
 /// `NOTIFY_SOCKET` and the notify lines, `WATCHDOG_*`, `MEMORY_PRESSURE_*`), PSI files, `/proc/self/cgroup` and
