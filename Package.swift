@@ -111,15 +111,15 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // What only the process's real main thread can show (the main queue and main actor on Loop.main): a test
-        // executable that RunLoopKitTests runs in child processes.
+        // executable that RunLoopKitTests (and IntegrationTests' fault matrix) runs in child processes.
         .executableTarget(
             name: "main-loop-check",
             dependencies: ["RunLoopKit", "RunLoopKitSystem", "CheckSupport"],
             path: "Tests/main-loop-check",
             swiftSettings: [.swiftLanguageMode(.v6), faultInjection]
         ),
-        // An async main on Loop.main, run by AsyncMainTests in a child process. Not a test dependency: linking it
-        // into the test runner would hand the runner's own async main to Loop.main.
+        // An async main on Loop.main, run by RunLoopKitAsyncMainTests in a child process. Not a test dependency:
+        // linking it into the test runner would hand the runner's own async main to Loop.main.
         .executableTarget(
             name: "async-main-check",
             dependencies: ["RunLoopKit", "RunLoopKitAsyncMain"],
@@ -127,7 +127,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The GLib bridge on the process's real main thread (Dispatch's main queue, the main actor, GLib's default
-        // context): a test executable that RunLoopKitTests runs in child processes.
+        // context): a test executable that RunLoopKitGLibTests runs in child processes.
         .executableTarget(
             name: "glib-check",
             dependencies: ["RunLoopKit", "RunLoopKitGLib", "CheckSupport"],
@@ -135,25 +135,80 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The Foundation bridge on the process's real main thread, with the real Foundation: a test executable that
-        // RunLoopKitTests runs in child processes.
+        // RunLoopKitFoundationTests runs in child processes.
         .executableTarget(
             name: "foundation-check",
             dependencies: ["RunLoopKit", "RunLoopKitFoundation", "CheckSupport"],
             path: "Tests/foundation-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
-        // A socket-activated daemon: RunLoopKitTests runs it in child processes under systemd-socket-activate.
+        // A socket-activated daemon: RunLoopKitServicesTests runs it in child processes under systemd-socket-activate.
         .executableTarget(
             name: "socket-activation-check",
             dependencies: ["RunLoopKit", "RunLoopKitServices"],
             path: "Tests/socket-activation-check",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // What the test targets share (SwiftNIO's NIOTestUtils in spirit): threads and loop threads, waits, recorders,
+        // pipes, the check executables' runner, child processes, figures. A library, not a test target: every
+        // declaration is `package`, and it uses the products' public and `package` API only.
+        .target(
+            name: "TestSupport",
+            dependencies: ["RunLoopKit", "RunLoopKitSystem", "CRunLoopShims"],
+            path: "Tests/test-support",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // A test target per library module, each beside the module it tests. They all run in one test process
+        // (`swift test`); a check executable a target depends on is built next to it and run in child processes.
+        .testTarget(
+            name: "RunLoopKitSystemTests",
+            dependencies: ["RunLoopKitSystem", "CRunLoopShims", "TestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The core: loops, modes, items, runs, metrics, the helpers and the concurrency bridge, and their reliability.
         .testTarget(
             name: "RunLoopKitTests",
             dependencies: [
+                "RunLoopKit", "RunLoopKitSystem", "CRunLoopShims", "SplitMix64", "TestSupport", "main-loop-check",
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The services and process events, and the parsers of their outside input (HostileInput, which
+        // scripts/fuzz.sh also compiles under libFuzzer).
+        .testTarget(
+            name: "RunLoopKitServicesTests",
+            dependencies: [
+                "RunLoopKitServices", "RunLoopKit", "RunLoopKitSystem", "TestSupport", "socket-activation-check",
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Runs async-main-check in child processes. It depends on neither that executable nor RunLoopKitAsyncMain:
+        // linked into the test process, the product's hook would hand the runner's own async main to Loop.main
+        // (`swift build --build-tests` builds the executable all the same).
+        .testTarget(
+            name: "RunLoopKitAsyncMainTests",
+            dependencies: ["TestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "RunLoopKitGLibTests",
+            dependencies: ["RunLoopKitGLib", "RunLoopKit", "CRunLoopShims", "TestSupport", "glib-check"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "RunLoopKitFoundationTests",
+            dependencies: ["RunLoopKitFoundation", "RunLoopKit", "TestSupport", "foundation-check"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // What spans several products, so belongs to none of the targets above: the swift blocks of README.md and
+        // Docs/*.md compiled and run against every product's objects (RunLoopKitAsyncMain's too, built but not
+        // linked here, as above), loop-demo's echo server, and the fault matrix, one table of every wrapped system
+        // call of the core and the services that Docs/Reliability.md prints.
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
                 "RunLoopKit", "RunLoopKitServices", "RunLoopKitSystem", "RunLoopKitGLib", "RunLoopKitFoundation",
-                "SplitMix64", "main-loop-check", "glib-check", "foundation-check", "socket-activation-check", "loop-demo",
+                "CRunLoopShims", "TestSupport", "main-loop-check", "loop-demo",
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

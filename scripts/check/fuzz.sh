@@ -2,7 +2,7 @@
 # Fuzzes every parser of input from outside the process with libFuzzer (the toolchain's -sanitize=fuzzer), under
 # AddressSanitizer and a 64 MB malloc limit (an allocation in proportion to a number nobody checked is a finding):
 # the systemd variables, PSI files, /proc/self/cgroup and mountinfo, inotify's event buffers. The targets are
-# Tests/RunLoopKitTests/HostileInput/HostileInput.swift (HostileInputTests replays the same corpus in `swift test`);
+# Tests/RunLoopKitServicesTests/HostileInput/HostileInput.swift (HostileInputTests replays the same corpus in `swift test`);
 # scripts/check/fuzz/FuzzEntry.swift is libFuzzer's entry point. Each target starts from
 # scripts/check/fuzz/corpus/<target>/. Exits 1 when a target crashed or named a problem (the input is kept under
 # .build/fuzz/artifacts/), else 0.
@@ -48,7 +48,7 @@ swiftc -parse-as-library -swift-version 6 -sanitize=fuzzer,address -g \
     -I "$modules/Modules" -I Sources/CRunLoopShims/include -I Sources/CRunLoopKitServices/include \
     -Xcc -fmodule-map-file="$modules/CRunLoopShims.build/module.modulemap" \
     -Xcc -fmodule-map-file="$modules/CRunLoopKitServices.build/module.modulemap" \
-    Tests/RunLoopKitTests/HostileInput/HostileInput.swift scripts/check/fuzz/FuzzEntry.swift "${objects[@]}" -ldl \
+    Tests/RunLoopKitServicesTests/HostileInput/HostileInput.swift scripts/check/fuzz/FuzzEntry.swift "${objects[@]}" -ldl \
     -o "$binary" 2> >(grep -v "Cannot export local symbol" >&2)
 
 artifacts="$build/artifacts"

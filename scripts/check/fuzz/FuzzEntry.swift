@@ -1,5 +1,5 @@
 // libFuzzer's entry point for RunLoopKit's parsers of input from outside the process. scripts/check/fuzz.sh compiles it
-// with Tests/RunLoopKitTests/HostileInput/HostileInput.swift (the targets) against the library built with
+// with Tests/RunLoopKitServicesTests/HostileInput/HostileInput.swift (the targets) against the library built with
 // coverage and AddressSanitizer; RUNLOOPKIT_FUZZ_TARGET names the target (see HostileInput.targets).
 import Glibc
 
