@@ -5,9 +5,10 @@ import RunLoopKitGLib
 import RunLoopKitServices
 import Testing
 
-/// (In IntegrationTests: it reads every product's sources and imports every product.) One error type, `LoopError`, whose codes each module declares in its own extension of `LoopError.Code`: the rule
+/// One error type, `LoopError`, whose codes each module declares in its own extension of `LoopError.Code`: the rule
 /// its doc comment states (a code's name is its constant's name, unique across the package's modules), checked on
-/// the sources, since two modules' extensions could declare the same name without the compiler noticing.
+/// the sources, since two modules' extensions could declare the same name without the compiler noticing. In
+/// IntegrationTests: it reads every product's sources and imports every product.
 @Suite struct LoopErrorCodeTests {
     /// A code constant of one module: `static let NAME = Code("NAME")` (or `Self("NAME")` in an extension).
     struct Declaration: Hashable {
