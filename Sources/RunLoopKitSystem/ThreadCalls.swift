@@ -12,13 +12,23 @@ package enum ThreadCalls {
         _ body: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer?,
         with argument: UnsafeMutableRawPointer
     ) throws(SystemError) -> pthread_t {
+        try create(body, with: argument, attributes: nil)
+    }
+
+    /// `pthread_create(3)` with `attributes` (`nil`: the defaults), for ``start(_:with:)`` and
+    /// ``start(_:with:attributes:)``.
+    static func create(
+        _ body: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer?,
+        with argument: UnsafeMutableRawPointer,
+        attributes: UnsafePointer<pthread_attr_t>?
+    ) throws(SystemError) -> pthread_t {
         #if RUNLOOPKIT_FAULT_INJECTION
         if let injected = FaultInjection.injectedErrno("pthread_create") {
             throw SystemError(call: "pthread_create", errno: injected)
         }
         #endif
         var thread = pthread_t()
-        let status = pthread_create(&thread, nil, body, argument)
+        let status = pthread_create(&thread, attributes, body, argument)
         guard status == 0 else { throw SystemError(call: "pthread_create", errno: status) }
         return thread
     }
