@@ -49,6 +49,9 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidArgument = Code("invalidArgument")
         /// The ``LoopThread`` was stopped (or is stopping) and accepts no more work.
         public static let threadStopped = Code("threadStopped")
+        /// The kernel refused a ``LoopThread``'s scheduling policy or priority (``LoopThread/Options/scheduling``,
+        /// `EPERM`): the real-time policies need `CAP_SYS_NICE` or an `RLIMIT_RTPRIO` of at least the priority.
+        public static let schedulingNotPermitted = Code("schedulingNotPermitted")
         /// The loop is bridged to another event loop of that kind already (RunLoopKitGLib's attachment or driver,
         /// RunLoopKitFoundation's bridge): a second bridge would serve every pass twice, so it is refused. Invalidate
         /// the first to bridge again. Declared here because both bridge products throw it.
