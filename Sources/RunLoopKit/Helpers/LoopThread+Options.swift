@@ -21,8 +21,10 @@ extension LoopThread {
         ///
         /// At least `PTHREAD_STACK_MIN` (16 KiB on x86_64 and arm64; smaller values are
         /// ``LoopError/Code/invalidArgument``), rounded up to a whole number of pages (as Foundation's
-        /// `Thread.stackSize` and CF do): ``LoopThread/options`` shows the size the thread got. The minimum is the C
-        /// library's, not the loop's: leave room for the loop (a few KiB) and for what your blocks need.
+        /// `Thread.stackSize` and CF do): ``LoopThread/options`` shows the size asked of the C library. glibc may
+        /// hand the thread the cached stack of an exited thread instead, never smaller and at most four times
+        /// larger. The minimum is the C library's, not the loop's: leave room for the loop (a few KiB) and for what
+        /// your blocks need.
         public var stackSize: Int?
         /// The CPUs the worker may run on, by index (0 is the first CPU, as `taskset -c` and `sched_getcpu(3)`
         /// number them), or `nil` to keep its creator's affinity.
