@@ -54,11 +54,8 @@ package struct ThreadAttributes: Sendable, Hashable {
     /// An explicit policy and priority instead of the creator's; ``ThreadScheduling/isSettableAtCreation`` only.
     package var scheduling: ThreadScheduling?
 
-    package init(stackSize: Int? = nil, cpus: Set<Int>? = nil, scheduling: ThreadScheduling? = nil) {
-        self.stackSize = stackSize
-        self.cpus = cpus
-        self.scheduling = scheduling
-    }
+    /// Every attribute the default; set the ones wanted.
+    package init() {}
 
     /// Whether every attribute is the default (the thread is made with no attributes object at all).
     package var isDefault: Bool { stackSize == nil && cpus == nil && scheduling == nil }

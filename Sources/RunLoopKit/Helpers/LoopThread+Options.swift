@@ -165,9 +165,11 @@ extension LoopThread.Options {
 
     /// What `pthread_create` applies: everything but a policy its attributes cannot carry. Validated options only.
     var attributes: ThreadAttributes {
-        ThreadAttributes(
-            stackSize: stackSize, cpus: cpuAffinity,
-            scheduling: threadScheduling.flatMap { $0.isSettableAtCreation ? $0 : nil })
+        var attributes = ThreadAttributes()
+        attributes.stackSize = stackSize
+        attributes.cpus = cpuAffinity
+        attributes.scheduling = threadScheduling.flatMap { $0.isSettableAtCreation ? $0 : nil }
+        return attributes
     }
 
     /// What the new thread applies to itself before it makes its loop: `SCHED_BATCH` and `SCHED_IDLE`, which
