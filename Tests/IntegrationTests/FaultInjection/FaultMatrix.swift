@@ -12,6 +12,10 @@ struct FaultCase: Codable, Sendable, CustomTestStringConvertible {
         /// `LoopThread(name:)` and `Loop.forCurrentThread()`: epoll_create1, eventfd, timerfd_create, the two
         /// epoll_ctl(ADD) of the loop's own descriptors, pthread_create, prctl (the thread's name).
         case loopCreation
+        /// `LoopThread(name:options:)` with a stack size, a CPU affinity and a policy: the priority range's
+        /// sched_get_priority_min and _max, the pthread_attr_* calls, pthread_create with them, and the worker's own
+        /// sched_setscheduler (SCHED_BATCH and SCHED_IDLE, which the attributes cannot carry).
+        case loopThreadOptions
         /// `loop.add(FileDescriptorSource)`: epoll_ctl(ADD) of the source's descriptor.
         case descriptorAdd
         /// Setting `events` of a registered source on the loop's thread: epoll_ctl(MOD).
@@ -120,7 +124,8 @@ enum FaultMatrix {
     static let interruptRun = 1_000
 
     static let cases: [FaultCase] =
-        loopCreation + descriptors + wakeUps + waitsAndTimers + signals + children + threadNames + notifications
+        loopCreation + loopThreadOptions + descriptors + wakeUps + waitsAndTimers + signals + children + threadNames
+        + notifications
         + fileChanges + memoryPressure
 
     /// inotify: every refusal a typed error naming its limit where one is at stake; a failed read of the source's
@@ -253,6 +258,30 @@ enum FaultMatrix {
             [(EAGAIN, .typedError(failed)), (EINVAL, .typedError(failed)), (EPERM, .typedError(failed))])
         + rows(
             "prctl(PR_SET_NAME)", .loopCreation, [(EINTR, .transparent), (EINVAL, .tolerated), (EFAULT, .tolerated)])
+
+    /// Options out of the kernel's range are `invalidArgument`, a refused policy `schedulingNotPermitted`, the rest
+    /// `systemCallFailed`; nothing is left made.
+    static let loopThreadOptions: [FaultCase] =
+        ["sched_get_priority_min", "sched_get_priority_max"].flatMap { call in
+            rows(call, .loopThreadOptions, [(EINTR, .transparent), (EINVAL, .typedError("invalidArgument"))])
+        }
+        + rows("pthread_attr_init", .loopThreadOptions, [(ENOMEM, .typedError(failed))])
+        + [
+            "pthread_attr_setstacksize", "pthread_attr_setaffinity_np", "pthread_attr_setinheritsched",
+            "pthread_attr_setschedpolicy", "pthread_attr_setschedparam",
+        ].flatMap { call in rows(call, .loopThreadOptions, [(EINVAL, .typedError("invalidArgument"))]) }
+        + rows(
+            "pthread_create", .loopThreadOptions,
+            [
+                (EAGAIN, .typedError(failed)), (EINVAL, .typedError("invalidArgument")),
+                (EPERM, .typedError("schedulingNotPermitted")),
+            ])
+        + rows(
+            "sched_setscheduler", .loopThreadOptions,
+            [
+                (EINTR, .transparent), (EINVAL, .typedError("invalidArgument")),
+                (EPERM, .typedError("schedulingNotPermitted")), (ESRCH, .typedError(failed)),
+            ])
 
     static let descriptors: [FaultCase] =
         rows(

@@ -17,6 +17,7 @@ enum FaultScenarios {
         let before = FaultInjection.openDescriptors
         switch fault.scenario {
         case .loopCreation: loopCreation(fault, &problems)
+        case .loopThreadOptions: loopThreadOptions(fault, &problems)
         case .descriptorAdd: descriptorAdd(fault, &problems)
         case .descriptorModify, .descriptorModifyFromAnotherThread, .descriptorPark, .descriptorUnpark:
             descriptorChange(fault, &problems)
@@ -89,8 +90,27 @@ enum FaultScenarios {
     // MARK: Loop creation
 
     private static func loopCreation(_ fault: FaultCase, _ problems: inout [String]) {
+        startThread(fault, options: .init(), &problems)
+    }
+
+    /// A stack size, the first CPU the process may use, and a policy: `SCHED_BATCH` where the worker sets it on
+    /// itself (`sched_setscheduler`), else an explicit `SCHED_OTHER`, which the attributes carry. Neither needs a
+    /// privilege.
+    private static func loopThreadOptions(_ fault: FaultCase, _ problems: inout [String]) {
+        let cpu = (try? ThreadCalls.currentAffinity().first) ?? 0
+        let scheduling: LoopThread.Scheduling = fault.call == "sched_setscheduler" ? .batch : .other
+        let threads = Reliability.threadCount()
+        startThread(fault, options: .init(stackSize: 1 << 20, cpuAffinity: [cpu], scheduling: scheduling), &problems)
+        if !waitUntil(timeout: .seconds(5), { Reliability.threadCount() == threads }) {
+            problems.append("threads \(threads) before, \(Reliability.threadCount()) after")
+        }
+    }
+
+    /// Starts a `LoopThread` with `options` under the fault, checks what it threw or that it works, stops it, and
+    /// checks that the next one starts and works.
+    private static func startThread(_ fault: FaultCase, options: LoopThread.Options, _ problems: inout [String]) {
         let outcome: Result<LoopThread, LoopError> = injecting(fault, &problems) {
-            Result { () throws(LoopError) in try LoopThread(name: "fault-case") }
+            Result { () throws(LoopError) in try LoopThread(name: "fault-case", options: options) }
         }
         switch outcome {
         case .success(let thread):
@@ -102,7 +122,7 @@ enum FaultScenarios {
         }
         // Nothing is left broken: the next thread starts and works.
         do {
-            let thread = try LoopThread(name: "after-fault")
+            let thread = try LoopThread(name: "after-fault", options: options)
             checkWorks(thread, &problems)
             thread.stop()
         } catch {
