@@ -12,10 +12,11 @@
 # The API is the products' `public` symbols: a break of a `package` declaration (Docs/PackageSurface.txt) is shown
 # as not API and not counted; a `public` declaration made `package` counts as removed.
 #
-# Everything builds in its own scratch path, .build-api/ (git-ignored): the working tree, and the baseline in a
-# checkout of its commit there; the baseline's digests are kept in .build-api/baselines/<commit>/, so a second run
-# builds only what changed: 2.5 minutes cold on the 2-CPU VM (8 while other builds shared it), the two debug builds;
-# 5 to 15 seconds warm. The full output is in .build-api/api-breaks.log.
+# The working tree builds in .build/, as `swift build` does (after it, as in .ci/run, nothing is left to build); the
+# baseline in a checkout of its commit, with a scratch path of its own, under .build/<triple>/apidiff/. Its digests
+# are kept in .build-api/baselines/<commit>/ (git-ignored), so it builds once: about 70 s then on the 2-CPU VM, 2.5
+# minutes with the tree's own debug build too, 5 to 15 s once both are current. The full output is in
+# .build-api/api-breaks.log.
 #
 # A clone without the baseline's commit (a shallow CI clone) fetches it from `origin`, and tags it `api-baseline`
 # (a local tag) when no branch or tag contains it; when the fetch fails, the check says so and is skipped (exit 0
@@ -44,7 +45,7 @@ fi
 
 BASELINE_FILE=scripts/check/api-baseline.txt
 ALLOWLIST=scripts/check/api-breakage-allowlist.txt
-SCRATCH=.build-api
+SCRATCH=.build-api  # the baseline's digests, the log
 LOG=$SCRATCH/api-breaks.log
 START=$SECONDS
 
@@ -114,7 +115,7 @@ allowlist=()
 [[ -f "$ALLOWLIST" ]] && allowlist=(--breakage-allowlist-path "$PWD/$ALLOWLIST")
 
 set +e
-swift package --scratch-path "$SCRATCH" diagnose-api-breaking-changes "$commit" \
+swift package --scratch-path .build diagnose-api-breaking-changes "$commit" \
     --baseline-dir "$PWD/$SCRATCH/baselines" "${allowlist[@]}" >"$LOG" 2>&1
 status=$?
 set -e
@@ -124,7 +125,7 @@ set -e
 # API and not counted. It also misses a `public` declaration made `package` (to it the declaration is still there):
 # the working tree's symbol graphs (swift-symbolgraph-extract on the modules just built, at `package` level) show
 # those, matched to the baseline's public declarations by USR.
-report=$(python3 - "$LOG" "$SCRATCH/baselines/$commit" "$SCRATCH/debug.yaml" "$ALLOWLIST" <<'PY'
+report=$(python3 - "$LOG" "$SCRATCH/baselines/$commit" .build/debug.yaml "$ALLOWLIST" <<'PY'
 import glob, json, os, re, subprocess, sys, tempfile
 log, digests, manifest = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
 allowed = set(open(sys.argv[4]).read().splitlines()) if os.path.exists(sys.argv[4]) else set()
