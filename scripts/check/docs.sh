@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds the DocC reference of the RunLoopKit libraries as static web sites, with the toolchain's own `docc`: the
-# core (RunLoopKit) and the services product (RunLoopKitServices), each from its catalog.
+# Builds the DocC reference of the RunLoopKit libraries as static web sites, with the toolchain's own `docc`: every
+# product's module (RunLoopKit, RunLoopKitServices, RunLoopKitAsyncMain, RunLoopKitGLib, RunLoopKitFoundation), each
+# from its catalog, the same five that .spi.yml names for the Swift Package Index. A module's extensions of the
+# core's types (`Loop.attachToGLib`, `LoopError.Code.notFound`) are on its own site, under "Extended Modules"; a
+# link from one site to another module's symbol cannot resolve, so doc comments name those in code voice.
 #
 #   scripts/check/docs.sh          build the sites into .docs-site/<Module>/ (git-ignored); exits non-zero on any DocC
 #                            warning or on a public symbol without its own doc comment (used by .ci/run)
@@ -25,7 +28,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."  # The repository root: every script r
 case "${1:-}" in
     "") ;;
     -h | --help)
-        sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -46,7 +49,7 @@ if [[ -z "$DOCC" || ! -x "$DOCC" ]]; then
     exit 1
 fi
 
-MODULES=(RunLoopKit RunLoopKitServices)
+MODULES=(RunLoopKit RunLoopKitServices RunLoopKitAsyncMain RunLoopKitGLib RunLoopKitFoundation)
 SCRATCH=.build-docs
 GRAPHS=$SCRATCH/symbol-graphs
 SITE=.docs-site
@@ -72,13 +75,15 @@ for module in "${MODULES[@]}"; do
     # 2. Every public symbol declared in the module's sources documents itself. Members the compiler synthesizes
     #    (hash(into:), the OptionSet and Equatable operations, ...) have no source location and are skipped; a
     #    declaration whose comment is missing would otherwise inherit the protocol's, which names another module.
+    #    An extension of another module's type (`extension Loop`, a `swift.extension` block symbol) is no declaration
+    #    of its own: its members are checked.
     undocumented=$(python3 - "$module" "$own"/*.symbols.json <<'PY'
 import json, sys
 module = sys.argv[1]
 for file in sys.argv[2:]:
     for s in json.load(open(file))["symbols"]:
         loc, doc = s.get("location"), s.get("docComment")
-        if loc and "::SYNTHESIZED::" not in s["identifier"]["precise"] and (
+        if loc and "::SYNTHESIZED::" not in s["identifier"]["precise"] and s["kind"]["identifier"] != "swift.extension" and (
                 doc is None or doc.get("module", module) != module):
             path = loc["uri"].removeprefix("file://")
             print(f"{path}:{loc['position']['line'] + 1}: {'.'.join(s['pathComponents'])}")

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Builds the public symbol graphs of library modules, for scripts/check/docs.sh and scripts/check/public-api.sh.
+# With extension blocks (-emit-extension-block-symbols): DocC shows a module's extensions of another module's types
+# (RunLoopKitGLib's `Loop.attachToGLib`) only from those.
 #
 #   scripts/check/symbol-graphs.sh SCRATCH MODULE...   graphs into SCRATCH/symbol-graphs/ (SCRATCH is a --scratch-path)
 #
@@ -22,7 +24,8 @@ build_all() {
     for module in "$@"; do
         swift build --target "$module" --scratch-path "$scratch" \
             -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$graphs" \
-            -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public >"$scratch/build-$module.log" 2>&1 || {
+            -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public -Xswiftc -emit-extension-block-symbols \
+            >"$scratch/build-$module.log" 2>&1 || {
             cat "$scratch/build-$module.log" >&2
             echo "symbol-graphs.sh: swift build --target $module failed (log: $scratch/build-$module.log)" >&2
             exit 1
