@@ -3,7 +3,7 @@ import CRunLoopKitAsyncMain
 import RunLoopKit
 import RunLoopKitSystem
 
-/// Serves an `async` entry point's main actor from ``Loop/main`` on the real main thread.
+/// Serves an `async` entry point's main actor from `Loop.main` on the real main thread.
 ///
 /// Depend on the `RunLoopKitAsyncMain` product in an executable target whose entry point is `async`
 /// (`@main struct App { static func main() async { … } }`, or top-level `await` in `main.swift`). Nothing else is
@@ -14,7 +14,7 @@ import RunLoopKitSystem
 /// 0), calls `exit(_:)`, or throws (a fatal error, as without the loop).
 ///
 /// - `Loop.main.stop()` ends the current run only: the main thread goes on serving the async main.
-/// - Turning ``Loop/servesMainQueue`` off would leave the async main unable to resume: that traps.
+/// - Turning `Loop.servesMainQueue` off would leave the async main unable to resume: that traps.
 /// - Never call `dispatchMain()` in such a program.
 ///
 /// This relies on a runtime hook that is not public API (checked on Swift 6.3.1, and by the test suite on every
@@ -25,7 +25,7 @@ public enum AsyncMainOnLoop {
     /// Safe from any thread.
     public static var isInstalled: Bool { runloopkit_async_main_is_installed() != 0 }
 
-    /// Whether an async main has handed the main thread to ``Loop/main``. Safe from any thread.
+    /// Whether an async main has handed the main thread to `Loop.main`. Safe from any thread.
     public static var hasTakenMainThread: Bool { runloopkit_async_main_took_main_thread() != 0 }
 }
 

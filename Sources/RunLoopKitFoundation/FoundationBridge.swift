@@ -8,27 +8,27 @@ import Synchronization
 /// ``RunLoopKit/Loop/bridgeToFoundation(mode:)``.
 ///
 /// **Foundation runs the thread** (`RunLoop.main.run()`, `RunLoop.current.run(mode:before:)`): a version-1 source
-/// of Foundation's run loop, in its common modes, waits on the loop's ``RunLoopKit/Loop/pollDescriptor``; when it is
+/// of Foundation's run loop, in its common modes, waits on the loop's `Loop.pollDescriptor`; when it is
 /// readable (a signal or a block from another thread, a ready descriptor) Foundation calls the source, which runs one
-/// pass of the loop (``RunLoopKit/Loop/runPass(in:)``). A CF timer of the bridge, in the same modes, is kept at the
+/// pass of the loop (`Loop.runPass(in:)`). A CF timer of the bridge, in the same modes, is kept at the
 /// loop's next timer and runs a pass when it fires, so the loop's timers count as timers in Foundation's terms: like a
 /// Foundation `Timer`, they never end `RunLoop.run(mode:before:)` (a source does). The same timer, set for now, runs
 /// the pass that work made on the thread by Foundation's side asks for (a block, a timer added in a `Timer`'s
 /// callout), the pass after one that answered that more is ready, the first pass, and the first of every run of
 /// Foundation's nested in a handler of the loop's. No polling.
 ///
-/// **The loop runs the thread** (``RunLoopKit/Loop/run()``): an observer of the loop, in its common modes, runs
+/// **The loop runs the thread** (`Loop.run()`): an observer of the loop, in its common modes, runs
 /// Foundation's run loop once without waiting (`CFRunLoopRunInMode` with a zero timeout) each time the loop is about
 /// to sleep, and a one-shot timer of the loop wakes it at the next fire date of Foundation's timers. So Foundation's
 /// `Timer`s, `RunLoop.perform` blocks, `NotificationQueue` and `FileHandle`'s background notifications work on the
 /// loop's thread. What other threads hand Foundation's run loop directly (a `Timer` added from elsewhere) wakes
 /// Foundation's own descriptor, which no public call exposes: it runs at the loop's next wake-up (send it through
-/// ``RunLoopKit/Loop/perform(in:_:)`` or `DispatchQueue.main` to run it at once).
+/// `Loop.perform(in:_:)` or `DispatchQueue.main` to run it at once).
 ///
 /// A run of either nested in a callout of the other keeps both going: a `RunLoop.main.run(until:)` in a handler of
-/// the loop runs the loop's passes, a ``RunLoopKit/Loop/run(in:for:)`` in a Foundation callout runs Foundation's.
+/// the loop runs the loop's passes, a `Loop.run(in:for:)` in a Foundation callout runs Foundation's.
 ///
-/// On ``RunLoopKit/Loop/main`` under Foundation, Foundation serves Dispatch's main queue, as it does without the
+/// On `Loop.main` under Foundation, Foundation serves Dispatch's main queue, as it does without the
 /// bridge, and the loop's passes leave it alone; under the loop, the loop serves it.
 ///
 /// Threading: ``invalidate()`` and ``isValid`` are safe from any thread. Every call into the loop and into

@@ -6,16 +6,16 @@ import Synchronization
 /// A loop running inside a GLib main context: a `GSource` of GLib's whose dispatch runs one pass of the loop. Made by
 /// ``RunLoopKit/Loop/attachToGLib(context:mode:priority:)``.
 ///
-/// The source polls the loop's ``RunLoopKit/Loop/pollDescriptor`` (`g_source_add_unix_fd`, `G_IO_IN`), which is
+/// The source polls the loop's `Loop.pollDescriptor` (`g_source_add_unix_fd`, `G_IO_IN`), which is
 /// readable whenever the loop has something to do: another thread signalled a source, posted a block or main-queue
 /// work, a timer is due (the loop's timerfd is in that set), a watched descriptor is ready. GLib then dispatches the
-/// source, which calls ``RunLoopKit/Loop/runPass(in:)``. When a pass answers that more work is ready already, the
+/// source, which calls `Loop.runPass(in:)`. When a pass answers that more work is ready already, the
 /// source's `prepare` says "ready, timeout 0" for the next iteration instead of waiting for the descriptor; it says
 /// so too whenever the loop does not count as asleep (the descriptor then says nothing): for the very first
 /// iteration, so work sent before GLib's loop started is served at once, and after anyone else ran the loop. There is
 /// no timer and no polling: an idle loop costs GLib nothing but one descriptor in its poll set.
 ///
-/// A run of the loop's own nested in GLib's dispatch (``RunLoopKit/Loop/run(in:for:returnAfterSourceHandled:)`` from a
+/// A run of the loop's own nested in GLib's dispatch (`Loop.run(in:for:returnAfterSourceHandled:)` from a
 /// handler or a GLib callback, in a common mode) iterates the context itself while it lasts, as
 /// ``RunLoopKit/Loop/driveGLib(context:mode:)`` would: GTK keeps drawing and GLib's timeouts keep firing, where the
 /// thread would otherwise sit in the loop's wait with GLib frozen. The attachment starts that driver at the run's

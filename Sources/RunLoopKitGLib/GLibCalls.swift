@@ -1,4 +1,5 @@
 import CRunLoopKitGLib
+import RunLoopKit
 import Synchronization
 
 /// GLib calls with Swift closures, for the package's tests, demo and benchmark, which have no GLib bindings of their
@@ -11,7 +12,7 @@ package struct GLibCalls: Sendable {
     package let functions: GLibFunctions
 
     /// GLib's calls, or why GLib cannot be used here.
-    package init() throws(GLibError) {
+    package init() throws(LoopError) {
         functions = try GLibFunctions.shared()
     }
 

@@ -9,21 +9,21 @@ import Synchronization
 ///
 /// One GLib iteration is `prepare`, `query`, poll, `check`, `dispatch`. The driver splits it around the loop's own
 /// sleep, with three items in `mode`:
-/// - an observer at ``RunLoopKit/Loop/Activity/beforeWaiting``, called after every other observer of that activity,
+/// - an observer at `Loop.Activity.beforeWaiting`, called after every other observer of that activity,
 ///   prepares and queries: at the last moment before the loop sleeps, so that a GLib source added by the pass's own
 ///   handlers (`g_idle_add` on the thread that owns the context wakes nothing) is in the set the loop sleeps on;
-/// - GLib's descriptors, in an epoll set of the driver's own that the loop watches (``GLibPollSet``), and
+/// - GLib's descriptors, in an epoll set of the driver's own that the loop watches, and
 /// - a timer at GLib's timeout (now, when a source is ready already) wake the loop; either one then checks,
 ///   with the readiness of GLib's descriptors read at that moment, dispatches, and prepares the next iteration at
 ///   once.
 ///
 /// A pass that does not sleep (work was ready already) skips `beforeWaiting`, and a loop kept busy may not sleep for
-/// a long time: the same observer, at ``RunLoopKit/Loop/Activity/beforeTimers``, prepares again when the previous pass
+/// a long time: the same observer, at `Loop.Activity.beforeTimers`, prepares again when the previous pass
 /// did not sleep and the last preparation is over a millisecond old. A busy loop so still sees a GLib source its own
 /// handlers added within about a millisecond, and GLib's timeouts keep their rate.
 ///
 /// None of the three keeps a run going (they are like a loop's observers): a run of the loop ends as it would
-/// without GLib. Run ``RunLoopKit/Loop/main`` with `run()`, which the main queue keeps going until stopped.
+/// without GLib. Run `Loop.main` with `run()`, which the main queue keeps going until stopped.
 ///
 /// Threading: ``isValid`` is safe from any thread; ``invalidate()`` is for the loop's thread only, which owns the
 /// context (it acquired it) while the driver is valid.
@@ -34,7 +34,7 @@ public final class GLibDriver: @unchecked Sendable {
     /// The loop that drives the context.
     public let loop: Loop
     /// The mode the driver's items are in: GLib is served while the loop runs it (every common mode for
-    /// ``RunLoopKit/Loop/Mode/common``).
+    /// `Loop.Mode.common`).
     public let mode: Loop.Mode
 
     private let glib: GLibFunctions
@@ -85,7 +85,7 @@ public final class GLibDriver: @unchecked Sendable {
     init(
         loop: Loop, context: OpaquePointer?, mode: Loop.Mode, glib: GLibFunctions,
         nestedIn attachment: GLibAttachment? = nil
-    ) throws(GLibError) {
+    ) throws(LoopError) {
         self.loop = loop
         self.mode = mode
         self.glib = glib
@@ -95,7 +95,7 @@ public final class GLibDriver: @unchecked Sendable {
         records = .allocate(capacity: capacity)
         guard glib.mainContextAcquire(self.context) != 0 else {
             glib.mainContextUnref(self.context)
-            throw GLibError(
+            throw LoopError(
                 .contextOwnedElsewhere,
                 message: "the GMainContext is acquired by another thread (a GLib main loop runs there); only one "
                     + "thread can iterate a context")
@@ -110,7 +110,7 @@ public final class GLibDriver: @unchecked Sendable {
 
     /// Makes and adds the three items, then prepares the first iteration: GLib work ready already (or any other
     /// thread's) is served by the loop's next pass, with no call to prime it.
-    private func start() throws(GLibError) {
+    private func start() throws(LoopError) {
         pollSet = try GLibPollSet(loop: loop, mode: mode) { [self] in iterate() }
         // Called after every other observer of the same activity: `order` is the largest there is.
         let observer = LoopObserver(activities: [.beforeTimers, .beforeWaiting, .afterWaiting], order: .max) {
@@ -122,18 +122,14 @@ public final class GLibDriver: @unchecked Sendable {
         // one-shot timer it stays valid after firing, so the next `setNextFireTime(_:)` re-arms it.
         let far = Loop.Instant.now + LoopTimer.maximumInterval
         let alarm: LoopTimer
-        do {
-            alarm = try LoopTimer(at: far, repeating: LoopTimer.maximumInterval) { [self] _ in
-                alarmTime = .max
-                iterate()
-            }
-            alarm.keepsRunAlive = false
-            self.alarm = alarm
-            try loop.add(observer, to: mode)
-            try loop.add(alarm, to: mode)
-        } catch {
-            throw GLibError(.loopRefused, message: "adding the GLib driver's items to \(loop): \(error)")
+        alarm = try LoopTimer(at: far, repeating: LoopTimer.maximumInterval) { [self] _ in
+            alarmTime = .max
+            iterate()
         }
+        alarm.keepsRunAlive = false
+        self.alarm = alarm
+        try loop.add(observer, to: mode)
+        try loop.add(alarm, to: mode)
         if ownsNestedLoopSource {
             nestedLoopSource = GLibAttachment(
                 loop: loop, context: OpaquePointer(context), mode: mode, priority: 0, glib: glib

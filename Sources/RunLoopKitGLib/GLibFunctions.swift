@@ -1,5 +1,6 @@
 import CRunLoopKitGLib
 import Glibc
+import RunLoopKit
 
 /// GLib's functions, resolved once per process from `libglib-2.0.so.0` with `dlopen` and `dlsym`.
 ///
@@ -7,12 +8,13 @@ import Glibc
 /// package on `swift build` and `swift test`, so such a target would make GLib's development headers a requirement
 /// of building RunLoopKit at all, on every machine, GLib user or not. Resolving the few functions the bridge calls
 /// when it is first used needs nothing at build time (CRunLoopKitGLib.h declares their signatures), adds no link
-/// dependency, and turns a missing GLib into a ``GLibError`` for the one program that asked for it. A GTK app has
-/// GLib loaded already: `dlopen` by soname then answers that same copy, so the bridge and the app share one GLib.
+/// dependency, and turns a missing GLib into a ``RunLoopKit/LoopError`` for the one program that asked for it. A GTK
+/// app has GLib loaded already: `dlopen` by soname then answers that same copy, so the bridge and the app share one GLib.
 ///
 /// The package-level members beyond what the bridge needs (main loops, timeouts, idles, child watches, descriptor
-/// sources, `g_main_context_invoke_full`) serve the tests and the demo, which have no GLib bindings
-/// of their own.
+/// sources, `g_main_context_invoke_full`, `g_main_context_set_poll_func`) serve the tests, the demo and loop-bench
+/// (its GLib workloads G1-G3 call GLib directly, with no closure boxes on the measured path), which have no GLib
+/// bindings of their own.
 package struct GLibFunctions: @unchecked Sendable {
     // Unchecked Sendable: immutable addresses of C functions; GLib's own rules say which may be called where.
 
@@ -20,11 +22,11 @@ package struct GLibFunctions: @unchecked Sendable {
     package static let libraryName = "libglib-2.0.so.0"
 
     /// The process's table, loaded on first use. Any thread.
-    /// - Throws: ``GLibError/Code/libraryUnavailable`` when GLib is not installed, ``GLibError/Code/symbolMissing``
-    ///   when it is too old; the same error on every call.
-    package static func shared() throws(GLibError) -> GLibFunctions { try loaded.get() }
+    /// - Throws: `libraryUnavailable` when GLib is not installed, `symbolMissing` when it is too old; the same error
+    ///   on every call.
+    package static func shared() throws(LoopError) -> GLibFunctions { try loaded.get() }
 
-    private static let loaded = Result { () throws(GLibError) in try GLibFunctions(library: libraryName) }
+    private static let loaded = Result { () throws(LoopError) in try GLibFunctions(library: libraryName) }
 
     // The bridge's own.
     let mainContextDefault: RLKGContextFunction
@@ -47,7 +49,7 @@ package struct GLibFunctions: @unchecked Sendable {
     /// `g_main_depth`: how many dispatches of GLib's are in progress on the calling thread.
     let mainDepth: RLKGDepthFunction
 
-    // For the tests and the demo.
+    // For the tests, the demo and loop-bench.
     package let mainContextNew: RLKGContextFunction
     package let mainContextIteration: RLKGContextIterationFunction
     package let mainContextInvokeFull: RLKGContextInvokeFunction
@@ -64,10 +66,10 @@ package struct GLibFunctions: @unchecked Sendable {
     package let monotonicTime: RLKGMonotonicTimeFunction
 
     /// Loads `library` and resolves every function. Tests pass other names to see the errors.
-    init(library: String) throws(GLibError) {
+    init(library: String) throws(LoopError) {
         guard let handle = dlopen(library, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "no reason given"
-            throw GLibError(
+            throw LoopError(
                 .libraryUnavailable,
                 message: "GLib is not available: dlopen(\"\(library)\") failed (\(reason)). Install GLib's runtime "
                     + "library: on Debian and Ubuntu, apt-get install libglib2.0-0")
@@ -122,9 +124,9 @@ private struct Symbols {
     let library: String
 
     /// The function `name` as the C function type `Function` (declared in CRunLoopKitGLib.h).
-    func resolve<Function>(_ name: String) throws(GLibError) -> Function {
+    func resolve<Function>(_ name: String) throws(LoopError) -> Function {
         guard let address = dlsym(handle, name) else {
-            throw GLibError(
+            throw LoopError(
                 .symbolMissing,
                 message: "\(library) has no function \(name): RunLoopKitGLib needs GLib 2.36 or later")
         }

@@ -61,9 +61,9 @@ final class GLibPollSet {
     private var orphanReported = false
 
     /// Makes an empty set and adds its source to `loop` in `mode`. Loop thread only.
-    /// - Throws: ``GLibError/Code/loopRefused`` when the set cannot be made (out of descriptors) or the loop refuses
-    ///   the source (its thread has exited).
-    init(loop: Loop, mode: Loop.Mode, onReady: @escaping @Sendable () -> Void) throws(GLibError) {
+    /// - Throws: `systemCallFailed` when the set cannot be made (out of descriptors); the loop's own error when it
+    ///   refuses the source (`loopTerminated`: its thread has exited).
+    init(loop: Loop, mode: Loop.Mode, onReady: @escaping @Sendable () -> Void) throws(LoopError) {
         self.loop = loop
         self.mode = mode
         self.onReady = onReady
@@ -71,7 +71,7 @@ final class GLibPollSet {
         do {
             made = try Epoll.create()
         } catch {
-            throw GLibError(.loopRefused, message: "making the epoll set for GLib's descriptors: \(error)")
+            throw LoopError(systemCall: error, context: "making the epoll set for GLib's descriptors")
         }
         do {
             source = try Self.watch(made, on: loop, in: mode, onReady: onReady)
@@ -243,15 +243,11 @@ final class GLibPollSet {
     /// A source on `set`, added to `loop` in `mode`, that calls `onReady`; it never keeps a run alive.
     private static func watch(
         _ set: CInt, on loop: Loop, in mode: Loop.Mode, onReady: @escaping @Sendable () -> Void
-    ) throws(GLibError) -> FileDescriptorSource {
-        do {
-            let source = try FileDescriptorSource(descriptor: set, events: .readable) { _, _ in onReady() }
-            source.keepsRunAlive = false
-            try loop.add(source, to: mode)
-            return source
-        } catch {
-            throw GLibError(.loopRefused, message: "watching GLib's descriptors on \(loop): \(error)")
-        }
+    ) throws(LoopError) -> FileDescriptorSource {
+        let source = try FileDescriptorSource(descriptor: set, events: .readable) { _, _ in onReady() }
+        source.keepsRunAlive = false
+        try loop.add(source, to: mode)
+        return source
     }
 
     /// The index of the record for descriptor `number` (records are sorted by descriptor).

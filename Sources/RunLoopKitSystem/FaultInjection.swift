@@ -9,8 +9,9 @@ import Synchronization
 ///
 /// Every wrapped call goes through ``retryingOnInterrupt(_:on:_:)``, which asks ``injectedErrno(_:on:)`` first:
 /// while a script is installed, a matching call is not made and fails with the scripted `errno` instead
-/// (`EINTR` is retried, as a real one is). The signal relay's C handler and `pthread_create` ask through their
-/// own hooks. A ledger of the descriptors the library opened and has not closed lets a test prove nothing
+/// (`EINTR` is retried, as a real one is). C code that cannot reach Swift (the services' signal relay's handler)
+/// asks CRunLoopShims' countdown (FaultCountdown.h), which ``install(_:)`` sets; `pthread_create` asks through its
+/// own hook. A ledger of the descriptors the library opened and has not closed lets a test prove nothing
 /// leaked.
 ///
 /// The script is process-wide: tests that install one run in a child process of their own (an exit test),
@@ -51,7 +52,7 @@ package enum FaultInjection {
         /// Per fault: matching calls seen so far, and how many of them were failed.
         var seen: [Int] = []
         var injected: [Int] = []
-        /// The fault aimed at the signal relay's C handler, counted on the C side.
+        /// The fault aimed at C code (the signal relay's handler), counted by CRunLoopShims' countdown.
         var relayIndex: Int?
     }
 
@@ -67,7 +68,7 @@ package enum FaultInjection {
             script.relayIndex = relayIndex
         }
         let relay = relayIndex.map { faults[$0] }
-        crunloop_fault_set_relay_write(relay?.errno ?? 0, CInt(clamping: relay?.times ?? 0))
+        crunloop_fault_countdown_set(relay?.errno ?? 0, CInt(clamping: relay?.times ?? 0))
         isActive.store(true, ordering: .sequentiallyConsistent)
     }
 
@@ -75,7 +76,7 @@ package enum FaultInjection {
     @discardableResult
     package static func remove() -> [Int] {
         isActive.store(false, ordering: .sequentiallyConsistent)
-        let relayFailures = Int(crunloop_fault_set_relay_write(0, 0))
+        let relayFailures = Int(crunloop_fault_countdown_set(0, 0))
         return script.withLock { script in
             defer { script = Script() }
             var counts = script.injected
@@ -84,8 +85,8 @@ package enum FaultInjection {
         }
     }
 
-    /// The call name a fault uses for the signal relay's `write(2)` from its C signal handler (which cannot
-    /// reach Swift: the C side keeps its own countdown).
+    /// The call name a fault uses for the services' signal relay's `write(2)` from its C signal handler (which
+    /// cannot reach Swift: CRunLoopShims' countdown stands in for the script).
     package static let relayWriteCall = "write (signal relay)"
 
     /// Runs `body` with `faults` installed and answers its result with the failures each fault caused.

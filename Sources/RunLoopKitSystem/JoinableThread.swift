@@ -38,8 +38,8 @@ package final class JoinableThread: @unchecked Sendable {  // Unchecked: `thread
 
     /// Waits for the thread to end.
     ///
-    /// The corresponding C call is `pthread_join(3)`.
+    /// The corresponding C call is `pthread_join(3)` (``ThreadCalls/join(_:)``).
     package func join() {
-        pthread_join(thread, nil)
+        try? ThreadCalls.join(thread)
     }
 }

@@ -16,7 +16,7 @@ import RunLoopKit
 ///
 /// `LOOP_BENCH_A_ONLY=<variant>` runs one variant only and reports its figures alone: run under valgrind with two
 /// sizes (`--quick` and not), the difference in allocations over the extra calls is that variant's heap
-/// allocations per round trip (scripts/alloc-check.sh does the same for passes).
+/// allocations per round trip (scripts/check/alloc-check.sh does the same for passes).
 final class ActorHopBenchmark: Benchmark {
     static let name = "actor-hop"
     static let id = "A"

@@ -1,3 +1,4 @@
+import CRunLoopKitGLib
 import Glibc
 import RunLoopKit
 import RunLoopKitGLib
@@ -20,8 +21,11 @@ import Synchronization
 /// `cpu` (process CPU time ÷ wall time) and `behind`; and `in_p50`, `in_p99`: from the return of the target's wait
 /// (`epoll_wait` for G1, read by an `afterWaiting` observer; GLib's `poll` for G2 and G3, through a poll function
 /// set with `g_main_context_set_poll_func`) to the handler, the user-space part of the latency, which the wake-up
-/// itself (a VM's cross-CPU wake-up costs 3 to 10 µs from run to run) does not blur. scripts/glib-latency.sh runs the
-/// three alternately, each run in a fresh process, and prints medians over the runs.
+/// itself (a VM's cross-CPU wake-up costs 3 to 10 µs from run to run) does not blur. scripts/bench/glib-latency.sh runs
+/// the three alternately, each run in a fresh process, and prints medians over the runs.
+///
+/// GLib itself is called through RunLoopKitGLib's loader (``GLibFunctions``, package access): a context and a main
+/// loop for the target thread, `g_main_context_invoke_full` (G3, and the quit), and the poll function.
 enum GLibLatency {
     /// What the target thread runs, and how the sender reaches it.
     enum Way {
@@ -88,7 +92,7 @@ enum GLibLatency {
         private static let period: Int64 = 200_000
         let way: Way
         let count: Int
-        private let glib: GLib
+        private let glib: GLibFunctions
         private let samples: Samples
         private let gate = WaitCounter()
         private var target: JoinableThread?
@@ -99,7 +103,7 @@ enum GLibLatency {
             self.way = way
             count = 20_000 / scale
             do {
-                glib = try GLib.shared()
+                glib = try GLibFunctions.shared()
             } catch {
                 throw BenchmarkFailure("glib-latency: \(error)")
             }
@@ -213,19 +217,19 @@ enum GLibLatency {
         }
 
         /// Makes `context` wait with ``timedPoll``, which notes in `samples` when each wait returns.
-        private static func timeWaits(of context: GLibPointer, _ samples: Samples, _ glib: GLib) {
+        private static func timeWaits(of context: GLibPointer, _ samples: Samples, _ glib: GLibFunctions) {
             _ = currentSamples.storeIfNil(samples)
             glib.mainContextSetPollFunc(context.raw, timedPoll)
         }
 
         /// A new context and a GLib main loop on it.
-        private static func newMainLoop(_ glib: GLib) -> (context: GLibPointer, mainLoop: GLibPointer) {
+        private static func newMainLoop(_ glib: GLibFunctions) -> (context: GLibPointer, mainLoop: GLibPointer) {
             let context = glib.mainContextNew()!
             return (GLibPointer(context), GLibPointer(glib.mainLoopNew(context, 0)!))
         }
 
         /// Quits `mainLoop` from inside its own run, so a quit cannot come before the run starts.
-        private static func quit(_ mainLoop: GLibPointer, of context: GLibPointer, _ glib: GLib) {
+        private static func quit(_ mainLoop: GLibPointer, of context: GLibPointer, _ glib: GLibFunctions) {
             glib.mainContextInvokeFull(context.raw, 0, quitMainLoop, mainLoop.raw, nil)
         }
     }
@@ -243,21 +247,22 @@ struct GLibPointer: @unchecked Sendable {
 private let currentSamples = AtomicLazyReference<GLibLatency.Samples>()
 
 /// G3's callback on the target's thread: sample `index + 1` (GLib's user data) arrived.
-private let takeInvoked: GLib.SourceFunction = { data in
+private let takeInvoked: RLKGSourceFunc = { data in
     currentSamples.load()!.take(Int(bitPattern: data) - 1)
     return 0
 }
 
-/// GLib's wait for G2 and G3: `poll(2)`, as GLib's own, noting when it returned.
-private let timedPoll: GLib.PollFunction = { records, count, timeout in
-    let ready = poll(records, nfds_t(count), timeout)
+/// GLib's wait for G2 and G3: `poll(2)`, as GLib's own, noting when it returned. A `GPollFD` has `struct pollfd`'s
+/// layout (GLib's Unix build hands its records to `poll(2)` as they are).
+private let timedPoll: RLKGPollFunc = { records, count, timeout in
+    let ready = poll(UnsafeMutableRawPointer(records)?.assumingMemoryBound(to: pollfd.self), nfds_t(count), timeout)
     currentSamples.load()?.wokeAt = Clock.monotonic()
     return ready
 }
 
 /// Quits the GLib main loop given as user data.
-private let quitMainLoop: GLib.SourceFunction = { data in
-    try? GLib.shared().mainLoopQuit(data)
+private let quitMainLoop: RLKGSourceFunc = { data in
+    try? GLibFunctions.shared().mainLoopQuit(data)
     return 0
 }
 

@@ -1,3 +1,5 @@
+import RunLoopKitGLib
+
 /// The command line: `loop-bench [WORKLOAD|all]... [--runs N] [--quick] [--in-process]`, where a workload is given by
 /// its name (`ping-pong`) or by its id (`W1`), in any case (``usage`` lists them).
 struct Options {
@@ -14,7 +16,7 @@ struct Options {
 
     /// Every workload, in id order: the GLib ones (G1–G3) only where GLib can be loaded.
     static var allWorkloads: [any Benchmark.Type] {
-        let glibAvailable = (try? GLib.shared()) != nil
+        let glibAvailable = (try? GLibFunctions.shared()) != nil
         return everyWorkload.filter { glibAvailable || !($0 is GLibLatencyBenchmark.Type) }
     }
 
@@ -66,7 +68,7 @@ struct Options {
             workloads (name, id, what it does):
             \(workloads.joined(separator: "\n"))
               signal-latency, signal-latency-in-glib and glib-invoke-latency need GLib's runtime library, and all
-              leaves them out without it; scripts/glib-latency.sh alternates them.
+              leaves them out without it; scripts/bench/glib-latency.sh alternates them.
             options:
               --runs N       runs per workload, median reported (default 3)
               --quick        sizes divided by 10, for smoke runs

@@ -16,9 +16,9 @@ import Synchronization
 /// `monitored` (the plain pass with a `StallMonitor` watching the loop) and `monitored/pass`, the monitor's cost.
 ///
 /// `LOOP_BENCH_PASSES` overrides the number of passes (default 200,000; `--quick` divides it by 10), which
-/// `scripts/alloc-check.sh` uses to count heap allocations per pass under valgrind. `LOOP_BENCH_PASS_HANDLER=1`
+/// `scripts/check/alloc-check.sh` uses to count heap allocations per pass under valgrind. `LOOP_BENCH_PASS_HANDLER=1`
 /// gives every measured loop a pass handler (`Loop.reportPasses(to:)`) that adds up the passes' durations, so
-/// `scripts/instructions.sh pass-cost` and `scripts/alloc-check.sh` show what a handler costs.
+/// `scripts/bench/instructions.sh pass-cost` and `scripts/check/alloc-check.sh` show what a handler costs.
 final class PassCostBenchmark: Benchmark {
     static let name = "pass-cost"
     static let id = "P"

@@ -2,7 +2,11 @@ import Glibc
 
 // loop-soak [--seconds N] [--load K] [--warmup S] [--seed N]: runs every kind of RunLoopKit item, cross-thread traffic
 // and LoopThread churn for N seconds under K busy threads, then prints a report and exits 0 if every check passed,
-// 1 if one failed (Docs/Reliability.md, "Soak"). scripts/soak.sh builds and runs it.
+// 1 if one failed (Docs/Reliability.md, "Soak"). scripts/check/soak.sh builds and runs it.
+//
+// Traffic/: the kinds of traffic, one file each (Workload conformers). Checks/: what they are checked with
+// (delivery channels and tallies, activity ledgers, violations, memory and process figures). Run/: the run (options,
+// hubs, CPU load, drivers and their control, report). Support/: small helpers shared by all of them.
 
 let options: Options
 do {

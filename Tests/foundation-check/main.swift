@@ -1,6 +1,6 @@
 // The Foundation bridge on the process's real main thread, with the real Foundation: Dispatch's main queue,
 // Foundation's Timer, RunLoop.perform, NotificationQueue and FileHandle notifications next to Loop.main's items.
-// Tests/RunLoopKitTests/Foundation/FoundationMainThreadTests.swift runs one scenario per process and reads the last
+// Tests/RunLoopKitFoundationTests/FoundationMainThreadTests.swift runs one scenario per process and reads the last
 // line: "PASS <scenario> <figures>" (exit 0) or "FAIL <scenario>: <why>" (exit 1).
 import Foundation
 import RunLoopKit

@@ -1,5 +1,5 @@
 // The GLib bridge on the process's real main thread: Dispatch's main queue, the main actor, GLib's default context,
-// a child watch and GIO. Tests/RunLoopKitTests/GLib/GLibMainThreadTests.swift runs one scenario per process and reads
+// a child watch and GIO. Tests/RunLoopKitGLibTests/GLibMainThreadTests.swift runs one scenario per process and reads
 // the last line: "PASS <scenario> <figures>" (exit 0) or "FAIL <scenario>: <why>" (exit 1).
 import Glibc
 import RunLoopKit

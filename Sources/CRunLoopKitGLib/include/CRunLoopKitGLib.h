@@ -2,7 +2,7 @@
 // uses. (Its epoll calls are the system layer's, RunLoopKitSystem, on CRunLoopShims.)
 //
 // GLib is not included here, and not linked: the bridge loads libglib-2.0.so.0 with dlopen at run time and looks its
-// functions up with dlsym (see GLibLibrary.swift), so that `swift build` needs no GLib headers. The declarations below
+// functions up with dlsym (see GLibFunctions.swift), so that `swift build` needs no GLib headers. The declarations below
 // are written from GLib's reference documentation for its stable 2.x ABI on the LP64 platforms RunLoopKit supports
 // (Linux on x86-64 and arm64); the names are ours, prefixed RLKG, so they never clash with a real <glib.h> that an
 // app's own GTK bindings import.

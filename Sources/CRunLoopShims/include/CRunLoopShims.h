@@ -1,11 +1,14 @@
 // The Linux headers Swift's Glibc module leaves out, libdispatch's main-queue hooks (DispatchMainQueueHooks.h), the
-// signal relay's async-signal-safe C half (SignalRelay.h), and the current loop's thread-local slot (CurrentLoop.h).
-// Nothing else but tiny wrappers of what Swift cannot call directly (the variadic syscall(2) for gettid, pidfd_open
-// and kcmp, dup3, and waitid(2) with an idtype_t constant older glibc headers lack).
+// current loop's thread-local slot (CurrentLoop.h), and the fault-injection countdown for C code that cannot reach
+// Swift (FaultCountdown.h). Nothing else but tiny wrappers of what Swift cannot call directly (the variadic syscall(2) for gettid, pidfd_open
+// and kcmp, dup3, waitid(2) with an idtype_t constant older glibc headers lack, and the GNU thread affinity,
+// stack and CPU calls).
 #ifndef C_RUNLOOP_SHIMS_H
 #define C_RUNLOOP_SHIMS_H
 
 #include <linux/kcmp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -19,7 +22,7 @@
 
 #include "CurrentLoop.h"
 #include "DispatchMainQueueHooks.h"
-#include "SignalRelay.h"
+#include "FaultCountdown.h"
 
 /// The calling thread's kernel thread id (gettid(2)), which Swift cannot reach through the variadic syscall(2).
 static inline pid_t crunloop_gettid(void) { return (pid_t)syscall(SYS_gettid); }
@@ -83,5 +86,26 @@ static inline void crunloop_fill_rights(struct msghdr *message, const int *descr
     header->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)count);
     memcpy(CMSG_DATA(header), descriptors, sizeof(int) * (size_t)count);
 }
+
+/// SCHED_BATCH and SCHED_IDLE (sched(7)), which <sched.h> defines only under _GNU_SOURCE.
+#define CRUNLOOP_SCHED_BATCH 3
+#define CRUNLOOP_SCHED_IDLE 5
+
+/// Sets the CPUs a thread made with `attributes` may run on (pthread_attr_setaffinity_np(3), declared only under
+/// _GNU_SOURCE): `mask` is `size` bytes, bit n of byte n / 8 standing for CPU n. 0, or an errno value. Defined in
+/// shims.c.
+int crunloop_attr_set_affinity(pthread_attr_t *attributes, size_t size, const void *mask);
+
+/// The calling thread's stack size in bytes, guard page excluded (pthread_getattr_np(3), declared only under
+/// _GNU_SOURCE, then pthread_attr_getstacksize(3)): 0, or an errno value. Defined in shims.c.
+int crunloop_current_stack_size(size_t *size);
+
+/// The CPU the calling thread runs on (sched_getcpu(3), declared only under _GNU_SOURCE): the CPU, or -1 with
+/// errno. Defined in shims.c.
+int crunloop_current_cpu(void);
+
+/// The CPUs the calling thread may run on (sched_getaffinity(2) of thread 0, declared only under _GNU_SOURCE), into
+/// `mask` (`size` bytes, as for crunloop_attr_set_affinity): 0, or -1 with errno. Defined in shims.c.
+int crunloop_current_affinity(size_t size, void *mask);
 
 #endif

@@ -1,6 +1,8 @@
 import RunLoopKitSystem
 import Synchronization
 
+// MARK: package seam (RunLoopKitServices' async child-exit wait; see Core/Loop+PackageSeam.swift)
+
 /// One suspended task waiting for one thing a loop will do (run a block, fire a timer, report a descriptor): the
 /// state machine that resumes its continuation exactly once, whichever comes first of the event, the task's
 /// cancellation, a failure and the loop letting go of its item.

@@ -96,6 +96,10 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
         }
     }
 
+    // MARK: package seam (RunLoopKitServices' sources subclass it; see Loop+PackageSeam.swift): `watchedDescriptor`
+    // here, the initialiser, `finishInvalidation()` and `withOwnedDescriptor(_:)` below. The other `package` members
+    // serve the core alone today (Docs/PackageSurface.txt).
+
     /// The descriptor the loop watches.
     package let watchedDescriptor: CInt
     /// What the loop calls on its thread with the source and what holds (masked with what it watches); a function of

@@ -1,5 +1,8 @@
 import RunLoopKitSystem
 
+// MARK: package seam (the bridges: RunLoopKitGLib, RunLoopKitFoundation; see Loop+PackageSeam.swift): the `package`
+// declarations below, beside the public embedding API they extend.
+
 /// Driving a loop from another event loop (GLib, SwiftNIO, a plain `poll()` loop) on the loop's own thread, as
 /// libuv's `uv_backend_fd` and `UV_RUN_NOWAIT` allow.
 ///

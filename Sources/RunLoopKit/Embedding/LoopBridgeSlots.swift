@@ -1,5 +1,7 @@
 import RunLoopKitSystem
 
+// MARK: package seam (the bridges: RunLoopKitGLib, RunLoopKitFoundation; see Loop+PackageSeam.swift)
+
 /// At most one valid bridge of a kind per loop, for the bridge products (GLib's attachment and driver, Foundation's
 /// bridge): a second one would serve every pass twice, so it is refused. Loops whose threads exited keep no slot
 /// (nor their `Loop` object). Any thread.

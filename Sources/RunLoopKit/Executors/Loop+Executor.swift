@@ -92,9 +92,4 @@ extension Loop {
                 : "RunLoopKit: code isolated to an actor on \(loopDescriptionForTraps) ran on \(caller), not on the "
                     + "loop's own thread (checkIsolated())")
     }
-
-    /// "the loop of thread 1234 "db"" — the thread's name while it is alive.
-    package var loopDescriptionForTraps: String {
-        "the loop of \(ThreadIdentity.describe(identity.threadID))"
-    }
 }

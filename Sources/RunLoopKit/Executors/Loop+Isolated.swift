@@ -24,7 +24,7 @@ extension Loop {
     ///
     /// Threading: not `Sendable`; use it on the loop's thread, in the isolation it was made in.
     public struct Isolated {
-        /// The loop the view is of.
+        /// The loop the view is of. Package seam: RunLoopKitServices' `make…` methods (see Loop+PackageSeam.swift).
         package let loop: Loop
 
         /// Makes a custom source whose handlers (see ``LoopSource/init(order:schedule:cancel:perform:)``) run on the
@@ -144,14 +144,6 @@ extension Loop {
         @discardableResult
         public func perform(in modes: [Loop.Mode], _ block: @escaping () -> Void) -> Bool {
             loop.perform(in: modes, unsafeBitCast(block, to: (@Sendable () -> Void).self))
-        }
-
-        /// Binds `item` to the loop for good: its handler belongs to the loop's thread. For the views the other
-        /// products add (their sources' `make…` methods).
-        package func pinned<Item: LoopItem>(_ item: Item) -> Item {
-            item.isPinned = true
-            _ = item.bind(to: loop)  // A new item, and the view's loop is alive: it binds.
-            return item
         }
     }
 

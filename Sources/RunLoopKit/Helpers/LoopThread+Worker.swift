@@ -74,14 +74,16 @@ extension LoopThread {
         // the creating thread after `ready.wait()`, which orders them.
         let worker: Worker
         let name: String
+        let options: Options
         let ready = Semaphore()
         var loop: Loop?
         var threadID: pid_t = 0
         var failure: LoopError?
 
-        init(worker: Worker, name: String) {
+        init(worker: Worker, name: String, options: Options) {
             self.worker = worker
             self.name = name
+            self.options = options
         }
     }
 
@@ -90,7 +92,15 @@ extension LoopThread {
         setCurrentThreadName(startup.name)
         let loop: Loop
         let worker = startup.worker
-        do {
+        do throws(LoopError) {
+            // Before the loop exists, so a refusal leaves nothing to tear down and no block runs without it.
+            if let scheduling = startup.options.schedulingSetByThread {
+                do throws(SystemError) {
+                    try ThreadCalls.setCurrentScheduling(scheduling)
+                } catch {
+                    throw startup.options.error(error, startingThread: startup.name)
+                }
+            }
             // Throws rather than traps when the process is out of descriptors: the creator's init throws it.
             loop = try Loop.forCurrentThread()
             try worker.installControl(on: loop)

@@ -35,6 +35,9 @@ public final class LoopThread: Sendable {
     public let loop: Loop
     /// The worker's kernel thread id (as `gettid(2)` would say), 0 if `/proc` is not mounted.
     public let threadID: pid_t
+    /// The options the thread was made with, as applied: the stack size rounded up to whole pages. Safe from any
+    /// thread.
+    public let options: Options
     /// The worker loop's task executor, made once: `withTaskExecutorPreference(thread.taskExecutor) { … }` runs
     /// nonisolated async code on the worker (see ``LoopTaskExecutor``). Safe from any thread.
     public let taskExecutor: LoopTaskExecutor
@@ -51,15 +54,31 @@ public final class LoopThread: Sendable {
         var released = false
     }
 
-    /// Starts the worker thread and returns once its loop exists and is ready for work.
+    /// Starts the worker thread and returns once its loop exists and is ready for work. Any thread.
     ///
-    /// - Parameter name: The thread's name, for `top -H`, `ps -L` and debuggers; cut to 15 bytes for the kernel.
-    /// - Throws: ``LoopError/Code/systemCallFailed`` when `pthread_create(3)` fails, or when the new thread cannot
-    ///   create its loop because the process is out of descriptors (`EMFILE`; the error is in ``LoopError/errno``).
-    ///   The process keeps running, and a later `LoopThread` starts normally once descriptors are free again.
-    public init(name: String = "RunLoopKit.LoopThread") throws(LoopError) {
+    /// The thread is made with `options` (see ``Options``): its stack size, CPU affinity and scheduling are set
+    /// through its `pthread_attr_t`, so it is born with them (`SCHED_BATCH` and `SCHED_IDLE`, which glibc's
+    /// attributes do not carry, the thread sets on itself before it makes its loop). The defaults make it as
+    /// before: the C library's stack size (glibc: `RLIMIT_STACK`, usually 8 MiB), and the creating thread's CPU
+    /// affinity and scheduling, inherited.
+    ///
+    /// When it throws, nothing was made: no thread runs, no loop exists, no descriptor is open.
+    ///
+    /// - Parameters:
+    ///   - name: The thread's name, for `top -H`, `ps -L` and debuggers; cut to 15 bytes for the kernel.
+    ///   - options: The stack size, CPU affinity and scheduling policy; the default keeps each as it always was.
+    /// - Throws: ``LoopError/Code/invalidArgument`` for options outside their range (checked before anything is
+    ///   made; the message names the value and the range) or refused by the kernel (`EINVAL`: say, no CPU of the
+    ///   affinity is one the process may use); ``LoopError/Code/schedulingNotPermitted`` when the kernel refuses
+    ///   the scheduling policy (`EPERM`: a real-time policy without `CAP_SYS_NICE` or `RLIMIT_RTPRIO`);
+    ///   ``LoopError/Code/systemCallFailed`` when `pthread_create(3)` fails otherwise (`EAGAIN`: out of threads, or
+    ///   of memory for the stack), or when the new thread cannot create its loop because the process is out of
+    ///   descriptors (`EMFILE`; the error is in ``LoopError/errno``). The process keeps running, and a later
+    ///   `LoopThread` starts normally once descriptors are free again.
+    public init(name: String = "RunLoopKit.LoopThread", options: Options = Options()) throws(LoopError) {
+        let options = try options.validated(for: name)
         let worker = Worker()
-        let startup = Startup(worker: worker, name: name)
+        let startup = Startup(worker: worker, name: name, options: options)
         let context = Unmanaged.passRetained(startup).toOpaque()
         let thread: pthread_t
         do {
@@ -68,15 +87,15 @@ public final class LoopThread: Sendable {
                     let startup = Unmanaged<Startup>.fromOpaque(pointer!).takeRetainedValue()
                     LoopThread.body(startup)
                     return nil
-                }, with: context)
+                }, with: context, attributes: options.attributes)
         } catch {
             Unmanaged<Startup>.fromOpaque(context).release()
-            // Not LoopError(_:context:): its EPERM means a descriptor epoll refuses, not a thread attribute.
-            throw LoopError(.systemCallFailed, errno: error.errno, message: "starting LoopThread \(name): \(error)")
+            throw options.error(error, startingThread: name)
         }
         startup.ready.wait()
         if let failure = startup.failure {
-            pthread_join(thread, nil)
+            // The thread is ours, joinable and not this one: the join cannot fail (as below, nothing to do if it did).
+            try? ThreadCalls.join(thread)
             throw failure
         }
         self.name = name
@@ -84,6 +103,7 @@ public final class LoopThread: Sendable {
         self.loop = startup.loop!
         self.taskExecutor = startup.loop!.taskExecutor
         self.threadID = startup.threadID
+        self.options = options
         self.handle = Locked(Handle(thread: thread))
     }
 
@@ -95,7 +115,7 @@ public final class LoopThread: Sendable {
             guard !handle.released else { return }
             handle.released = true
             // The last reference may go away on the worker itself (in a block it runs): it cannot join itself.
-            if loop.isCurrent { pthread_detach(handle.thread) } else { pthread_join(handle.thread, nil) }
+            if loop.isCurrent { try? ThreadCalls.detach(handle.thread) } else { try? ThreadCalls.join(handle.thread) }
         }
     }
 
@@ -219,7 +239,7 @@ public final class LoopThread: Sendable {
         guard !loop.isCurrent else { return }
         handle.withLock { handle in
             guard !handle.released else { return }
-            pthread_join(handle.thread, nil)
+            try? ThreadCalls.join(handle.thread)
             handle.released = true
         }
     }

@@ -95,11 +95,15 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
         static let invalidated: UInt8 = 2
     }
 
+    // MARK: package seam (RunLoopKitServices' sources; see Loop+PackageSeam.swift)
+
     /// Marks the item invalidated for good; answers whether this call ended a valid item (false if it was invalidated
     /// already, or spent: a spent timer is out of every mode already).
     package final func markInvalid() -> Bool {
         validity.exchange(Validity.invalidated, ordering: .sequentiallyConsistent) == Validity.valid
     }
+
+    // MARK: -
 
     /// Marks a valid item spent (a one-shot timer that fired); answers whether it was valid. Loop thread only.
     final func markSpent() -> Bool {

@@ -3,7 +3,7 @@ import Glibc
 
 /// Steps 6 to 8 of a pass: announcing the sleep, sleeping in `epoll_wait` (or polling), and waking. The sleep
 /// side of the wake-up handshake is here; the wakers' side is ``Poller/wakeIfSleeping()``, and the model of both
-/// is WakeUpHandshake.pml, checked with spin by scripts/check-handshake.sh.
+/// is WakeUpHandshake.pml, checked with spin by scripts/check/check-handshake.sh.
 extension Loop {
     /// Steps 6 to 8: beforeWaiting, sleep in `epoll_wait` (or poll), afterWaiting; answers how many events came.
     ///

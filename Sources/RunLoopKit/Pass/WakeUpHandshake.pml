@@ -1,6 +1,6 @@
 /*
  * The wake-up handshake between threads that hand a loop work and the loop going to sleep, as a Promela model
- * for spin (scripts/check-handshake.sh runs it; CI too). Change this model together with the code it mirrors:
+ * for spin (scripts/check/check-handshake.sh runs it; CI too). Change this model together with the code it mirrors:
  *
  *   posting a block       Loop.enqueue -> Inbox.post (under the mutex: append; if the inbox was empty, set
  *                         hasEntries), then Poller.wakeIfSleeping only if this post found the inbox empty
@@ -26,7 +26,7 @@
  * Build with -DBROKEN_CHECK_BEFORE_ANNOUNCE to check the classic bug instead (the loop looks for work before it
  * announces that it sleeps), or with -DBROKEN_FLAG_CLEARED_AFTER_UNLOCK (the loop clears the inbox's flag after
  * releasing its lock, so a post in between loses its flag): spin must then report the lost wake-up.
- * scripts/check-handshake.sh runs all three.
+ * scripts/check/check-handshake.sh runs all three.
  */
 
 #define POSTERS 2

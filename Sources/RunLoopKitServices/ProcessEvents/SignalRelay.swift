@@ -1,11 +1,11 @@
-import CRunLoopShims
+import CRunLoopKitServices
 import Glibc
 import RunLoopKit
 import RunLoopKitSystem
 
 /// The process-wide half of signal sources that is not async-signal-safe: which signals may be watched, the
 /// `sigaction` installed while a signal has watchers, and the disposition it replaced, restored when the last
-/// watcher goes away. The C half (`SignalRelay.h`) holds the table the handler reads and the handler itself.
+/// watcher goes away. The C half (CRunLoopKitServices) holds the table the handler reads and the handler itself.
 ///
 /// Threading: every function is safe from any thread (never from a signal handler). One lock serialises them,
 /// and with them every change to the C table; the handler reads that table with atomics only, without the lock.

@@ -191,7 +191,7 @@ private final class ThreadDrain: @unchecked Sendable {  // Unchecked: immutable 
                     drain.done()
                     return nil
                 }, with: context)
-            pthread_detach(thread)
+            try? ThreadCalls.detach(thread)  // Just made, joinable: cannot fail.
             return true
         } catch {
             Unmanaged<ThreadDrain>.fromOpaque(context).release()

@@ -170,8 +170,7 @@ public struct SystemdSocketActivation: Sendable {
                 try FileDescriptorCalls.setCloseOnExec(entry.descriptor)
             } catch {
                 throw LoopError(
-                    .systemCallFailed, errno: error.errno,
-                    message: "marking passed descriptor \(entry.descriptor) close-on-exec: \(error)")
+                    systemCall: error, context: "marking passed descriptor \(entry.descriptor) close-on-exec")
             }
         }
         return passed

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import RunLoopKit
@@ -62,12 +63,7 @@ enum AsyncSupport {
     /// synchronous tests running beside this one can hold the cooperative pool's threads for tens of seconds, and a
     /// task under test then starts that late (seen once: 41 s, under ThreadSanitizer, against a 10 s bound).
     static func eventually(timeout: Duration = .seconds(120), _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .microseconds(500))
-        }
-        return condition()
+        await awaitCondition(timeout: timeout, every: .microseconds(500), condition)
     }
 
     /// The number of blocks the worker's loop holds for a later pass (read from a source's perform, outside the
@@ -94,12 +90,6 @@ enum AsyncSupport {
         probe.signal()
         _ = waitUntil { done.value != nil }
         probe.invalidate()
-    }
-
-    /// The number of descriptors registered in epoll set `epoll`, read from `/proc/self/fdinfo`.
-    static func epollEntryCount(_ epoll: CInt) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/fdinfo/\(epoll)", encoding: .utf8) else { return -1 }
-        return text.split(separator: "\n").filter { $0.hasPrefix("tfd:") }.count
     }
 
     /// Reports a measured figure, for the report and the docs (printed under `RUNLOOPKIT_TEST_FIGURES=1`, see

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// `perform(in:_:)`: blocks queued from any thread, run once on the loop's thread in a matching mode.

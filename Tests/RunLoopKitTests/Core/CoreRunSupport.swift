@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 
 /// Helpers shared by the loop-core tests (running, modes, observers, blocks, registry).
 enum CoreRunSupport {

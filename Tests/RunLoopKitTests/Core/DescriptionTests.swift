@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// `Loop.description`: the full account on the loop's thread, a summary line elsewhere.

@@ -1,6 +1,7 @@
 import CRunLoopShims
 import Glibc
 import RunLoopKitSystem
+import TestSupport
 import Testing
 
 @testable import RunLoopKit

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// What the C functions of these tests saw: the argument, and whether they ran on the thread expected. A C function

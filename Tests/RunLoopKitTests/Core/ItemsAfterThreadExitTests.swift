@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import TestSupport
 import Testing
 
 /// Items of a loop whose thread exited are released by it, as CF's are: each can join another loop and works

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// What keeps a run going: items whose `keepsRunAlive` is false do not (libuv's `uv_unref`), and a loop whose

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import TestSupport
 import Testing
 
 /// `LoopBound`: state shared by `@Sendable` handlers of one loop, touched only on that loop's thread.

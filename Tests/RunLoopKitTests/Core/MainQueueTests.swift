@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Dispatch's main queue and the main actor on `Loop.main`: each scenario of the `main-loop-check` executable
@@ -42,21 +43,5 @@ import Testing
     @Test(arguments: scenarios)
     func theScenarioPassesOnTheRealMainThread(_ scenario: CheckScenario) throws {
         _ = try MainLoopCheck.run(scenario.name)
-    }
-}
-
-/// Runs the `main-loop-check` test executable, built next to the test bundle.
-enum MainLoopCheck {
-    /// Runs `scenario` in a child process; answers the figures of its "PASS" line, throws on anything else.
-    static func run(_ scenario: String) throws -> String {
-        try TestExecutable.passingFigures(of: "main-loop-check", scenario)
-    }
-
-    /// The number after `key=` in `figures`.
-    static func value(_ key: String, in figures: String) throws -> Double {
-        for field in figures.split(separator: " ") where field.hasPrefix("\(key)=") {
-            if let number = Double(field.dropFirst(key.count + 1)) { return number }
-        }
-        throw TestExecutable.Failure(description: "no \(key) in \(figures)")
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import TestSupport
 import Testing
 
 /// `allModes`, `commonModes` and `contains(_:in:)` answer from any thread (CF answers them under its loop lock),

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// The order of activities and callouts within a run, pass by pass, as CF's `__CFRunLoopRun` does it.

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// Why `run(in:for:returnAfterSourceHandled:)` returns: finished, timedOut, handledSource (stopped: see

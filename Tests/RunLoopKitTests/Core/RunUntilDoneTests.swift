@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// `run()` without arguments: runs the default mode until stopped or until the mode has nothing left.

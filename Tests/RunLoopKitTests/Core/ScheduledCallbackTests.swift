@@ -1,6 +1,7 @@
 import Glibc
 import SplitMix64
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import RunLoopKit

@@ -1,5 +1,6 @@
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite struct SmokeTests {

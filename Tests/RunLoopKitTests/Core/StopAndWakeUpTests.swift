@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// `stop()`, `wakeUp()` and `isWaiting`, from the loop's thread and from others.

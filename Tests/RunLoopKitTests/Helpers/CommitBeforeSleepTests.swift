@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// CommitBeforeSleep: coalescing, order, commit at beforeWaiting and exit, cross-thread marks, invalidation.

@@ -1,4 +1,5 @@
 import RunLoopKit
+import TestSupport
 import Testing
 
 /// Work handed to a helper whose loop's thread has exited, or which was invalidated, can never run: every helper

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import TestSupport
 import Testing
 
 /// `LoopThread.perform(in: [Loop.Mode], _:)` and `performAndWait(in: [Loop.Mode], _:)`: blocks that may run in any

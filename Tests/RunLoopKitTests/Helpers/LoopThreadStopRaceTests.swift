@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// Every block a LoopThread (or its loop) accepted runs exactly once, and every one it did not accept was reported

@@ -2,7 +2,10 @@ import Foundation
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
+
+import class TestSupport.Pipe
 
 /// Reads what the kernel says about this process's threads, for the helper tests.
 enum ThreadStats {

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// PassWorkQueue: batches per pass, order, interleaving with sources, timers and descriptors, keep-alive, sleep.

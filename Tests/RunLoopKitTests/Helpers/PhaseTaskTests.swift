@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// A worker loop with a recording observer (order 0, before the scheduler's) and a scheduler.

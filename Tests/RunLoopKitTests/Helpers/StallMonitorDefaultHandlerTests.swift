@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import TestSupport
 import Testing
 
 /// The default report handler, in a child process (an exit test) whose standard error the parent captures: only

@@ -2,6 +2,7 @@ import Glibc
 import RunLoopKitSystem
 import SplitMix64
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import RunLoopKit

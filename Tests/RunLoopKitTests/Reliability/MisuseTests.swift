@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// The misuse table of Docs/Reliability.md, the cases that throw or are harmless (traps: MisuseTrapTests).

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import TestSupport
 import Testing
 
 /// Misuse that is a programming error traps with a message: checked in child processes (exit tests).

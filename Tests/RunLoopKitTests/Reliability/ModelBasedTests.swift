@@ -1,5 +1,6 @@
 import Foundation
 import RunLoopKit
+import TestSupport
 import Testing
 
 /// Random sequences of operations run against a real loop and against ``LoopModel``: after every step the

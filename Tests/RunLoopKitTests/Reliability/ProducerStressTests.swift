@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// Four producer threads signal one custom source and post blocks to one loop while it runs, switches between

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// A signal that interrupts `epoll_wait` (a handler installed without `SA_RESTART`) neither ends a run early nor

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// `setNextFireTime` on a timer whose loop's thread exited, or is exiting while the call runs: the call answers

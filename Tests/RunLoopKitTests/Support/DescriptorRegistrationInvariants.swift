@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 
 @testable import RunLoopKit
 

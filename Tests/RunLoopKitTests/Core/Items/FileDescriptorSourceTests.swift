@@ -2,7 +2,10 @@ import Foundation
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
+
+import class TestSupport.Pipe
 
 /// Descriptor sources: readiness kinds, per-pass handling, modes, errors, and descriptor-number reuse.
 @Suite struct FileDescriptorSourceTests {

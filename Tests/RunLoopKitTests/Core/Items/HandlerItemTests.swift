@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import TestSupport
 import Testing
 
 /// Handlers that are handed their own item, and a descriptor source whose watched events change after creation.

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// Custom sources: signalling, coalescing, ordering, schedule/cancel handlers, invalidation and ownership.

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKitSystem
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import RunLoopKit

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// Timers: one-shot and repeating firing, the grid, rescheduling, invalidation, modes, errors and ordering.

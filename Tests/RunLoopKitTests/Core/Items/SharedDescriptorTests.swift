@@ -1,6 +1,7 @@
 import CRunLoopShims
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import RunLoopKit
@@ -11,7 +12,7 @@ import Testing
 @Suite struct SharedDescriptorTests {
     /// The descriptors in the loop's epoll set, as the kernel lists them (the loop's eventfd and timerfd included).
     static func entries(_ loop: Loop) -> Int {
-        AsyncSupport.epollEntryCount(loop.poller.epoll)
+        epollEntryCount(loop.poller.epoll)
     }
 
     /// The footprint of a loop running on another thread (``ItemsSupport/startRunningLoop(timeout:setUp:)``),
@@ -216,7 +217,7 @@ import Testing
         }
         try! running.loop.add(first)
         try! running.loop.add(second)
-        let baseline = AsyncSupport.epollEntryCount(running.loop.poller.epoll)
+        let baseline = epollEntryCount(running.loop.poller.epoll)
         for round in 1...200 {
             pipe.write()
             guard waitUntil(timeout: .seconds(5), { secondReads.current == round }) else {
@@ -233,7 +234,7 @@ import Testing
         running.loop.perform { settled.set() }
         #expect(waitUntil { settled.isSet })
         #expect(lateCalls.current == 0)
-        #expect(AsyncSupport.epollEntryCount(running.loop.poller.epoll) == baseline, "still one entry, the second's")
+        #expect(epollEntryCount(running.loop.poller.epoll) == baseline, "still one entry, the second's")
         second.invalidate()
         running.finish()
     }

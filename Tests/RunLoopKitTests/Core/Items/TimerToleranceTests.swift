@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// Timer tolerance: the window [fire time, fire time + tolerance], clamping, and shared wake-ups.

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKitSystem
+import TestSupport
 import Testing
 
 @testable import RunLoopKit

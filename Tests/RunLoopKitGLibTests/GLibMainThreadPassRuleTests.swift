@@ -1,0 +1,24 @@
+import TestSupport
+import Testing
+
+/// The GLib bridge's "run another pass" rules on the process's real main thread (issue 41): work that only a further
+/// pass can serve is served within 2 s with no other wake-up. Each scenario of `glib-check` runs in a child process.
+@Suite(.enabled(if: GLibTesting.isAvailable, "GLib is not installed"))
+struct GLibMainThreadPassRuleTests {
+    static let scenarios: [CheckScenario] = [
+        CheckScenario(
+            name: "pass-rules-attached",
+            shows: "under g_main_loop_run with Loop.main attached, chains of blocks, source performs and zero-delay "
+                + "timers started by a GLib callback, each link made in a pass for a later one, complete within 2 s"),
+        CheckScenario(
+            name: "pass-rules-modal",
+            shows: "a modal GLib main loop run by a LoopTimer's handler, in a pass: a block queued before it and the "
+                + "same chains are served inside it within 2 s"),
+    ]
+
+    @Test(arguments: scenarios)
+    func theScenarioPassesOnTheRealMainThread(_ scenario: CheckScenario) throws {
+        let figures = try TestExecutable.passingFigures(of: "glib-check", scenario.name)
+        TestFigures.report("[glib-check] PASS \(scenario.name)\(figures)")
+    }
+}
