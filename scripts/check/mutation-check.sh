@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Mutation check: makes each one-line change of scripts/mutation-check/mutations.txt in turn to a copy of the package,
+# Mutation check: makes each one-line change of scripts/check/mutation-check/mutations.txt in turn to a copy of the package,
 # builds it, runs the tests the entry names, and reports the changes the tests did not catch (Docs/Reliability.md,
 # "Mutation check"). The list's rule: when a defect is fixed, add the change that brings it back.
 #
-# Usage: scripts/mutation-check.sh [--list FILE] [--report FILE] [ID...]
+# Usage: scripts/check/mutation-check.sh [--list FILE] [--report FILE] [ID...]
 #   ID...      only these entries of the list (default: all)
-#   --list     the list of mutations (default: scripts/mutation-check/mutations.txt)
+#   --list     the list of mutations (default: scripts/check/mutation-check/mutations.txt)
 #   --report   also write the report to FILE (the summary and one line per mutation)
 #
 # Exit status: 0 when the untouched copy passes every entry's tests and every mutation is caught; 1 when a mutation
@@ -23,17 +23,17 @@
 # 315 s of it the copy's full build and the baseline tests, then 4-35 s a mutation (an incremental build, its tests);
 # 262 s on a rerun that keeps the copy's .build. A CI run starts from a fresh copy, over the 8 minutes a step of
 # .ci/run may take: so it is not a CI step. Run it by hand before a release and after a change to a listed line or to
-# the tests that catch it, and keep its report: scripts/mutation-check.sh --report Docs/mutation-report.txt.
+# the tests that catch it, and keep its report: scripts/check/mutation-check.sh --report Docs/mutation-report.txt.
 set -euo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."  # The repository root: every script runs from there (scripts/README.md).
 ROOT=$PWD
 
 if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 
-LIST=scripts/mutation-check/mutations.txt
+LIST=scripts/check/mutation-check/mutations.txt
 REPORT=""
 ONLY=()
 while (($#)); do
