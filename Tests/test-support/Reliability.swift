@@ -30,6 +30,10 @@ package enum Reliability {
     /// The fork tests are skipped there; they run in the plain and AddressSanitizer runs.
     package static let runningUnderThreadSanitizer: Bool = dlsym(nil, "__tsan_init") != nil
 
+    /// Whether this process runs under AddressSanitizer (its runtime is loaded). Its fake stacks hold a frame's
+    /// locals away from the thread's stack, so a local's address says nothing of how deep the stack is.
+    package static let runningUnderAddressSanitizer: Bool = dlsym(nil, "__asan_init") != nil
+
     /// Reports a measured figure (printed under `RUNLOOPKIT_TEST_FIGURES=1`, see ``TestFigures``), so the last
     /// run's numbers can be copied into Docs/Reliability.md.
     package static func report(_ line: String) {

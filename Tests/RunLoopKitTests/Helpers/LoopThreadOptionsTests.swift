@@ -68,8 +68,11 @@ import Testing
         }
     }
 
-    /// Recursion that needs 1 MiB of stack runs on a worker given 4 MiB.
-    @Test func aDeepRecursionFitsTheStackItWasGiven() throws {
+    /// Recursion that needs 1 MiB of stack runs on a worker given 4 MiB. Not under AddressSanitizer: the depth is
+    /// measured by a local's address, which its fake stacks move off the thread's stack, so the recursion never sees
+    /// 1 MiB and overflows the real one (CI's ASan run crashed so).
+    @Test(.disabled(if: Reliability.runningUnderAddressSanitizer, "ASan's fake stacks hide the stack's depth"))
+    func aDeepRecursionFitsTheStackItWasGiven() throws {
         try Self.withThread(.init(stackSize: 4 * 1024 * 1024)) { (thread) throws in
             let depth = try Self.onWorker(thread) { () -> Int in
                 var marker = 0
