@@ -9,9 +9,9 @@ import Synchronization
 /// The source polls the loop's `Loop.pollDescriptor` (`g_source_add_unix_fd`, `G_IO_IN`), which is
 /// readable whenever the loop has something to do: another thread signalled a source, posted a block or main-queue
 /// work, a timer is due (the loop's timerfd is in that set), a watched descriptor is ready. GLib then dispatches the
-/// source, which calls `Loop.runPass(in:)`. When a pass answers that more work is ready already, the
-/// source's `prepare` says "ready, timeout 0" for the next iteration instead of waiting for the descriptor; it says
-/// so too whenever the loop does not count as asleep (the descriptor then says nothing): for the very first
+/// source, which calls `Loop.runPass(in:)`. Whenever the loop does not count as asleep (the descriptor then says
+/// nothing), the source's `prepare` says "ready, timeout 0" for the next iteration instead of waiting for the
+/// descriptor: after a pass that left more work ready (such a pass leaves the loop awake), for the very first
 /// iteration, so work sent before GLib's loop started is served at once, and after anyone else ran the loop. There is
 /// no timer and no polling: an idle loop costs GLib nothing but one descriptor in its poll set.
 ///
@@ -38,10 +38,6 @@ public final class GLibAttachment: @unchecked Sendable {
     /// The GSource, with a reference of this object's own until ``invalidate()``.
     private let source: UnsafeMutableRawPointer
     private let valid = Atomic<Bool>(true)
-    /// Whether the last pass answered that more work is ready already. Written by the source's `dispatch` and read by
-    /// its `prepare`, both on the context's thread; atomic (relaxed) so that a context iterated on the wrong thread
-    /// reaches the trap in `dispatch` rather than a data race.
-    private let passDue = Atomic<Bool>(false)
     /// For the attachment a ``GLibDriver`` keeps in the context it drives: whether the iteration in progress is the
     /// driver's own (the loop runs already, further out), when the attachment must neither ask for nor run a pass.
     private let isInert: (@Sendable () -> Bool)?
@@ -163,18 +159,19 @@ public final class GLibAttachment: @unchecked Sendable {
         return Unmanaged<GLibAttachment>.fromOpaque(bridge).takeUnretainedValue()
     }
 
-    /// Whether GLib's next iteration must run a pass without waiting for the descriptor: the last pass said more
-    /// work is ready, or the loop does not count as asleep. Other threads wake the loop through its descriptor only
-    /// while it counts as asleep, which a pass leaves it, and which a run of the loop by anyone else (a GLib callback
-    /// that runs it for a while, say) ends: a pass then makes the descriptor trustworthy again. Before the first pass
-    /// the loop does not count as asleep either, so GLib's first iteration runs one. From the source's `prepare`.
+    /// Whether GLib's next iteration must run a pass without waiting for the descriptor: the loop does not count as
+    /// asleep. Other threads wake the loop through its descriptor only while it counts as asleep, which a pass that
+    /// finds nothing more to do leaves it in; a pass that leaves work ready leaves it awake, and so does a run of the
+    /// loop by anyone else (a GLib callback that runs it for a while, say): a pass then makes the descriptor
+    /// trustworthy again. Before the first pass the loop does not count as asleep either, so GLib's first iteration
+    /// runs one. From the source's `prepare`.
     fileprivate var isPassDue: Bool {
         if let isInert, isInert() { return false }
         if loop.isCurrent {  // Elsewhere, `dispatch` traps; the loop thread's state is not read here.
             if isNestedDriversIteration { return false }
             if !watchesOwnRuns { watchOwnRunsOnce() }
         }
-        return passDue.load(ordering: .relaxed) || !loop.isWaiting
+        return !loop.isWaiting
     }
 
     /// One pass, from the source's `dispatch`; answers whether the source stays.
@@ -190,7 +187,9 @@ public final class GLibAttachment: @unchecked Sendable {
         hostPassDepth = loop.runDepth + 1
         // A driver's attachment runs the mode the loop is running (its own mode may be the set `.common`).
         let passMode = mode == .common ? (loop.currentMode ?? .default) : mode
-        passDue.store(loop.runPass(in: passMode), ordering: .relaxed)
+        // The pass's answer (more work ready) needs no keeping: such a pass leaves the loop awake, which is what the
+        // next `prepare` reads, and nothing but another pass makes it count as asleep before then.
+        _ = loop.runPass(in: passMode)
         hostPassDepth = outer
         return true
     }
