@@ -12,7 +12,9 @@ import Synchronization
 /// source, which calls `Loop.runPass(in:)`. Whenever the loop does not count as asleep (the descriptor then says
 /// nothing), the source's `prepare` says "ready, timeout 0" for the next iteration instead of waiting for the
 /// descriptor: after a pass that left more work ready (such a pass leaves the loop awake), for the very first
-/// iteration, so work sent before GLib's loop started is served at once, and after anyone else ran the loop. There is
+/// iteration, so work sent before GLib's loop started is served at once, and after anyone else ran the loop. Work
+/// GLib's own callbacks make on the loop's thread (a block posted, a timer added, a source signalled), between passes
+/// or inside a modal GLib loop a handler runs, asks for the next pass the same way, with no eventfd write. There is
 /// no timer and no polling: an idle loop costs GLib nothing but one descriptor in its poll set.
 ///
 /// A run of the loop's own nested in GLib's dispatch (`Loop.run(in:for:returnAfterSourceHandled:)` from a
@@ -38,6 +40,11 @@ public final class GLibAttachment: @unchecked Sendable {
     /// The GSource, with a reference of this object's own until ``invalidate()``.
     private let source: UnsafeMutableRawPointer
     private let valid = Atomic<Bool>(true)
+    /// Whether code of GLib's on the loop's thread made work for the loop (a callback posted a block, added a timer,
+    /// signalled a source) while the loop counted as asleep: set by the loop's host-work handler, which needs no
+    /// eventfd write, and read by the source's `prepare`, which then asks for a pass; cleared by the pass. Loop
+    /// thread; atomic (relaxed) only because the handler is `@Sendable`.
+    private let workMadeOnThread = Atomic<Bool>(false)
     /// For the attachment a ``GLibDriver`` keeps in the context it drives: whether the iteration in progress is the
     /// driver's own (the loop runs already, further out), when the attachment must neither ask for nor run a pass.
     private let isInert: (@Sendable () -> Bool)?
@@ -78,6 +85,9 @@ public final class GLibAttachment: @unchecked Sendable {
         // run of the loop would (CF's rule: main-queue work does not drain again inside main-queue work).
         glib.sourceSetCanRecurse(source, 1)
         glib.sourceSetName(source, "RunLoopKit loop")
+        if isInert == nil {
+            loop.setHostWorkHandler(by: self) { [weak self] in self?.workMadeOnThreadWhileAsleep() }
+        }
         let target = glib.referencedContext(context)
         _ = glib.sourceAttach(source, target)
         glib.mainContextUnref(target)
@@ -98,6 +108,7 @@ public final class GLibAttachment: @unchecked Sendable {
         glib.sourceDestroy(source)
         glib.sourceUnref(source)  // The source is not touched again: `valid` is false.
         Self.slots.release(self, of: loop)
+        if isInert == nil { loop.removeHostWorkHandler(by: self) }
         // The watcher and a nested run's driver are the loop thread's: ended there (from another thread, by the
         // loop's next pass in a common mode, where a nested run's driver works; a loop that exited has neither).
         if loop.isCurrent {
@@ -153,14 +164,25 @@ public final class GLibAttachment: @unchecked Sendable {
         return nestedDriver.isIteratingAtCurrentDepth
     }
 
+    /// The loop's host-work handler: work was made on the loop's thread while it counted as asleep. Made by code GLib
+    /// dispatched (a callback between passes, or inside a modal GLib loop a handler runs, where the outer pass is
+    /// still in progress), or outside any run of the loop (the app between two `g_main_loop_run`s), it must reach the
+    /// next `prepare`: nothing else would make GLib run a pass. Made by a run of the loop's own outside GLib's
+    /// dispatch (a driver of this context re-arming its alarm after an iteration in which this attachment ran a
+    /// pass), that run serves it before it sleeps: asking GLib for a pass there would make every pass ask for
+    /// another. Loop thread.
+    private func workMadeOnThreadWhileAsleep() {
+        if glib.mainDepth() > 0 || loop.runDepth == 0 { workMadeOnThread.store(true, ordering: .relaxed) }
+    }
+
     /// The attachment a GSource made by ``init(loop:context:mode:priority:glib:)`` belongs to.
     fileprivate static func of(_ source: UnsafeMutableRawPointer?) -> GLibAttachment {
         let bridge = source!.load(fromByteOffset: bridgeOffset, as: UnsafeMutableRawPointer.self)
         return Unmanaged<GLibAttachment>.fromOpaque(bridge).takeUnretainedValue()
     }
 
-    /// Whether GLib's next iteration must run a pass without waiting for the descriptor: the loop does not count as
-    /// asleep. Other threads wake the loop through its descriptor only while it counts as asleep, which a pass that
+    /// Whether GLib's next iteration must run a pass without waiting for the descriptor: GLib's code made work on the
+    /// loop's thread since the last pass, or the loop does not count as asleep. Other threads wake the loop through its descriptor only while it counts as asleep, which a pass that
     /// finds nothing more to do leaves it in; a pass that leaves work ready leaves it awake, and so does a run of the
     /// loop by anyone else (a GLib callback that runs it for a while, say): a pass then makes the descriptor
     /// trustworthy again. Before the first pass the loop does not count as asleep either, so GLib's first iteration
@@ -171,7 +193,7 @@ public final class GLibAttachment: @unchecked Sendable {
             if isNestedDriversIteration { return false }
             if !watchesOwnRuns { watchOwnRunsOnce() }
         }
-        return !loop.isWaiting
+        return workMadeOnThread.load(ordering: .relaxed) || !loop.isWaiting
     }
 
     /// One pass, from the source's `dispatch`; answers whether the source stays.
@@ -189,6 +211,7 @@ public final class GLibAttachment: @unchecked Sendable {
         let passMode = mode == .common ? (loop.currentMode ?? .default) : mode
         // The pass's answer (more work ready) needs no keeping: such a pass leaves the loop awake, which is what the
         // next `prepare` reads, and nothing but another pass makes it count as asleep before then.
+        workMadeOnThread.store(false, ordering: .relaxed)
         _ = loop.runPass(in: passMode)
         hostPassDepth = outer
         return true

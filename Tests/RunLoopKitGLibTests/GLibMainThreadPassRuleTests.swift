@@ -14,6 +14,14 @@ struct GLibMainThreadPassRuleTests {
             name: "pass-rules-modal",
             shows: "a modal GLib main loop run by a LoopTimer's handler, in a pass: a block queued before it and the "
                 + "same chains are served inside it within 2 s"),
+        CheckScenario(
+            name: "pass-rules-modal-callback",
+            shows: "the same modal loop; a block queued by a GLib callback inside it, after a pass there left the "
+                + "loop counted as asleep, runs and starts the same chains, all served inside it within 2 s"),
+        CheckScenario(
+            name: "pass-rules-between-runs",
+            shows: "a block queued and a zero-delay timer added by the app between two g_main_loop_runs, with the "
+                + "loop counted as asleep, are served in the second run within 2 s"),
     ]
 
     @Test(arguments: scenarios)

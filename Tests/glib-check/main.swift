@@ -11,6 +11,8 @@ let scenarios: [String: () -> Void] = [
     "idle-driven": idleDrivenScenario,
     "pass-rules-attached": passRulesAttachedScenario,
     "pass-rules-modal": passRulesModalScenario,
+    "pass-rules-modal-callback": passRulesModalCallbackScenario,
+    "pass-rules-between-runs": passRulesBetweenRunsScenario,
 ]
 
 runScenario(of: "glib-check", from: scenarios)
