@@ -98,7 +98,9 @@ private func modalScenario(startingChainsFromGLibCallback: Bool) {
     guard let result = outcome.value else { fail("the timer that runs the modal loop did not fire") }
     let who = startingChainsFromGLibCallback ? "by a GLib callback inside it" : "before it"
     check(result.blockRan, "a block queued \(who) (a modal GLib loop in a handler) did not run inside it")
-    check(result.done, "in \(boundMilliseconds) ms inside a modal GLib loop in a handler, started \(who): \(result.chains)")
+    check(
+        result.done,
+        "in \(boundMilliseconds) ms inside a modal GLib loop in a handler, started \(who): \(result.chains)")
     pass("modal_chains_ms=\(rounded(result.milliseconds))")
 }
 
