@@ -1,0 +1,19 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "SystemdService",
+    dependencies: [
+        // This repository's root. In a copy of your own: .package(url: "<RunLoopKit's URL>", from: "<first tag>").
+        .package(name: "RunLoopKit", path: "../..")
+    ],
+    targets: [
+        .executableTarget(
+            name: "line-service",
+            dependencies: [
+                .product(name: "RunLoopKit", package: "RunLoopKit"),
+                .product(name: "RunLoopKitServices", package: "RunLoopKit"),
+            ]
+        )
+    ]
+)
