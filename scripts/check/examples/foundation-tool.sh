@@ -8,9 +8,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../../.."  # The repository root: every scrip
 if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
-scratch="$PWD/.build/examples"  # Shared by every example: RunLoopKit is built once.
+# One scratch path for every example, so RunLoopKit is built once; RunLoopKit comes in by path, so plan afresh each
+# time (a cached build plan misses files added to it).
+scratch="$PWD/.build/examples"
 cd Examples/FoundationTool
-swift build --scratch-path "$scratch"
+swift build --scratch-path "$scratch" --disable-build-manifest-caching
 tool="$(swift build --scratch-path "$scratch" --show-bin-path)/foundation-tool"
 
 fail() { echo "FAIL foundation-tool: $1" >&2; exit 1; }

@@ -9,8 +9,10 @@ if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 command -v systemd-socket-activate >/dev/null || { echo "systemd-socket-activate is missing (Debian's systemd)" >&2; exit 1; }
-scratch="$PWD/.build/examples"  # Shared by every example: RunLoopKit is built once.
-(cd Examples/SystemdService && swift build --scratch-path "$scratch")
+# One scratch path for every example, so RunLoopKit is built once; RunLoopKit comes in by path, so plan afresh each
+# time (a cached build plan misses files added to it).
+scratch="$PWD/.build/examples"
+(cd Examples/SystemdService && swift build --scratch-path "$scratch" --disable-build-manifest-caching)
 service="$(cd Examples/SystemdService && swift build --scratch-path "$scratch" --show-bin-path)/line-service"
 
 python3 - "$service" <<'PYTHON'
