@@ -4,7 +4,8 @@ import PackageDescription
 let package = Package(
     name: "SystemdService",
     dependencies: [
-        // This repository's root. In a copy of your own: .package(url: "<RunLoopKit's URL>", from: "<first tag>").
+        // This repository's root, named because its folder may be named otherwise. In a copy of your own:
+        // .package(url: "<RunLoopKit's repository URL>", from: "<its first release tag>").
         .package(name: "RunLoopKit", path: "../..")
     ],
     targets: [
