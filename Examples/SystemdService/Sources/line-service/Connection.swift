@@ -12,13 +12,15 @@ import RunLoopKit
         self.source = source
     }
 
-    /// Reads what has arrived and answers the complete lines in it, or `nil` when the client has hung up.
+    /// Reads what has arrived and answers the complete lines in it, or `nil` when the client has hung up (or sent a
+    /// line longer than 4 KiB: a client may not make the service hold unbounded input).
     func receiveLines() -> [String]? {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = recv(descriptor, &buffer, buffer.count, CInt(MSG_DONTWAIT))  // Never waits: the loop does.
         if count < 0 && (errno == EAGAIN || errno == EINTR) { return [] }
         guard count > 0 else { return nil }  // 0: end of input; below 0: an error such as ECONNRESET.
         pending += buffer[..<count]
+        guard pending.count <= buffer.count || pending.contains(UInt8(ascii: "\n")) else { return nil }
         var lines: [String] = []
         while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
             lines.append(String(decoding: pending[..<end], as: UTF8.self))
@@ -28,7 +30,7 @@ import RunLoopKit
     }
 
     /// Sends `line` and a newline. A reply this small fits in the socket's empty send buffer; a service with long
-    /// replies keeps what `write` did not take and watches for `.writable`.
+    /// replies keeps what `send` did not take and watches for `.writable`.
     func send(_ line: String) {
         let bytes = Array((line + "\n").utf8)
         _ = Glibc.send(descriptor, bytes, bytes.count, CInt(MSG_DONTWAIT | MSG_NOSIGNAL))  // No SIGPIPE if it left.
