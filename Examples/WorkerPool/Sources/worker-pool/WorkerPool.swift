@@ -5,16 +5,16 @@ import RunLoopKit
 ///
 /// Back-pressure: the producer (``submitWhileRoom()``) hands out jobs until that limit is reached, then pauses. Each
 /// worker reports its result back to the main loop, which frees a place, and the producer resumes there. A job goes to
-/// the worker with the fewest jobs, so a slow job does not hold up the jobs queued behind it.
+/// the worker with the fewest jobs in flight, so the work spreads evenly.
 ///
 /// Use it from the main thread only: its state lives there, and results come back there, so nothing needs a lock.
 @MainActor final class WorkerPool {
     /// What a run did.
     struct Summary {
-        var completed = 0
-        var total = 0
-        var mostInFlight = 0
-        var pauses = 0
+        var completed = 0  // Jobs whose result came back.
+        var primesCounted = 0  // The results, added up.
+        var mostInFlight = 0  // The most jobs handed out and not yet finished at any time.
+        var pauses = 0  // How often the producer stopped because the limit was reached.
         var completedPerWorker: [Int]
     }
 
@@ -26,6 +26,7 @@ import RunLoopKit
 
     /// Starts `workerCount` threads, each running its own loop until the pool stops it.
     init(workerCount: Int, maxInFlight: Int) throws {
+        precondition(workerCount > 0 && maxInFlight > 0, "a pool needs a worker and room for a job")
         workers = try (1...workerCount).map { try LoopThread(name: "worker-\($0)") }
         self.maxInFlight = maxInFlight
         inFlightPerWorker = Array(repeating: 0, count: workerCount)
@@ -36,7 +37,7 @@ import RunLoopKit
     func run(_ jobs: [PrimeCount]) -> Summary {
         waiting = jobs.reversed()  // The next job is the last element: popLast() is cheap.
         submitWhileRoom()
-        if !waiting.isEmpty || inFlight > 0 {
+        if inFlight > 0 {  // There were jobs.
             Loop.main.run()  // Until finished(_:on:) stops it after the last result.
         }
         for worker in workers { worker.stop() }
@@ -67,7 +68,7 @@ import RunLoopKit
         inFlightPerWorker[index] -= 1
         summary.completed += 1
         summary.completedPerWorker[index] += 1
-        summary.total += primes
+        summary.primesCounted += primes
         if waiting.isEmpty && inFlight == 0 {
             Loop.main.stop()
         } else {

@@ -13,7 +13,7 @@ let start = clock.now
 let summary = pool.run(jobs)  // Runs Loop.main until every result is in, then stops the workers.
 let milliseconds = (clock.now - start) / .milliseconds(1)
 
-print("done in \(Int(milliseconds)) ms: \(summary.completed) jobs, \(summary.total) primes counted in all")
+print("done in \(Int(milliseconds)) ms: \(summary.completed) jobs, \(summary.primesCounted) primes counted in all")
 print("at most \(summary.mostInFlight) jobs in flight; the producer paused \(summary.pauses) times when full")
 for (index, count) in summary.completedPerWorker.enumerated() {
     print("worker-\(index + 1): \(count) jobs")
@@ -25,13 +25,15 @@ struct PrimeCount: Sendable {
     let below: Int
 
     func run() -> Int {
-        (2..<below).count { number in
-            var divisor = 2
-            while divisor * divisor <= number {
-                if number % divisor == 0 { return false }
-                divisor += 1
-            }
-            return true
+        (2..<below).count(where: Self.isPrime)
+    }
+
+    private static func isPrime(_ number: Int) -> Bool {
+        var divisor = 2
+        while divisor * divisor <= number {
+            if number % divisor == 0 { return false }
+            divisor += 1
         }
+        return true
     }
 }
