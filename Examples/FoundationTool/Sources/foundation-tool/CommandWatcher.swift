@@ -22,6 +22,7 @@ extension Notification.Name {
     private var outputEnded = false
     private var exited = false
     private var progress: Timer?
+    private var observers: [NSObjectProtocol] = []
     private var timeout: Loop.ScheduledCallback?
     private(set) var isFinished = false
     private(set) var exitStatus: Int32 = 0
@@ -35,14 +36,16 @@ extension Notification.Name {
     /// Starts the command and everything that follows it.
     func start() throws {
         let center = NotificationCenter.default
-        _ = center.addObserver(forName: .commandPrintedLine, object: nil, queue: nil) { notification in
-            let line = notification.userInfo?["line"] as? String ?? ""
-            MainActor.assumeIsolated { self.show(line) }  // Posted on the main thread: delivered right there.
-        }
-        _ = center.addObserver(forName: .commandExited, object: nil, queue: .main) { notification in
-            let status = notification.userInfo?["status"] as? Int32 ?? -1
-            MainActor.assumeIsolated { self.processExited(status: status) }
-        }
+        observers.append(
+            center.addObserver(forName: .commandPrintedLine, object: nil, queue: nil) { notification in
+                let line = notification.userInfo?["line"] as? String ?? ""
+                MainActor.assumeIsolated { self.show(line) }  // Posted on the main thread: delivered right there.
+            })
+        observers.append(
+            center.addObserver(forName: .commandExited, object: nil, queue: .main) { notification in
+                let status = notification.userInfo?["status"] as? Int32 ?? -1
+                MainActor.assumeIsolated { self.processExited(status: status) }
+            })
         process.terminationHandler = { process in
             center.post(name: .commandExited, object: nil, userInfo: ["status": process.terminationStatus])
         }
@@ -90,6 +93,7 @@ extension Notification.Name {
     private func finishIfDone() {
         guard outputEnded && exited else { return }
         progress?.invalidate()
+        for observer in observers { NotificationCenter.default.removeObserver(observer) }
         if let timeout { Loop.main.cancel(timeout) }
         isFinished = true
         print("foundation-tool: the command exited with status \(exitStatus) after \(elapsed) s, \(lineCount) lines")
