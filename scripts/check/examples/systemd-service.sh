@@ -16,7 +16,7 @@ scratch="$PWD/.build/examples"
 service="$(cd Examples/SystemdService && swift build --scratch-path "$scratch" --show-bin-path)/line-service"
 
 python3 - "$service" <<'PYTHON'
-import os, select, signal, socket, subprocess, sys, tempfile, time
+import os, select, shutil, signal, socket, subprocess, sys, tempfile, time
 
 service = sys.argv[1]
 work = tempfile.mkdtemp(prefix="line-service-")
@@ -24,9 +24,13 @@ listen_path, notify_path = f"{work}/lines.sock", f"{work}/notify.sock"
 notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 notify.bind(notify_path)
 messages = []
+activator = None
 
 def fail(why):
-    print(f"FAIL systemd-service: {why}; notify messages: {messages}")
+    if activator and activator.poll() is None:
+        activator.kill()  # No service left behind.
+    shutil.rmtree(work)
+    print(f"FAIL systemd-service: {why}; notify messages: {messages}", file=sys.stderr)
     sys.exit(1)
 
 def read_notify(until, deadline=10):
@@ -77,6 +81,7 @@ log = activator.stderr.read()
 print(log, end="")
 if status != 0 or "line-service: shutting down" not in log:
     fail(f"exit status {status}")
+shutil.rmtree(work)
 print(f"stats: {stats}")
 print(f"notify messages: {messages}")
 print("PASS systemd-service")
