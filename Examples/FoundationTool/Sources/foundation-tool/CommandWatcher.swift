@@ -66,16 +66,20 @@ extension Notification.Name {
     private func readOutput(from source: FileDescriptorSource) {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = read(source.descriptor, &buffer, buffer.count)
-        guard count > 0 else {  // End of output (or an error): stop watching.
-            source.invalidate()
-            outputEnded = true
-            return finishIfDone()
+        if count > 0 {
+            pending += buffer[..<count]
+        } else if !pending.isEmpty {
+            pending.append(UInt8(ascii: "\n"))  // The output ended in the middle of a line: end that line.
         }
-        pending += buffer[..<count]
         while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
             let line = String(decoding: pending[..<end], as: UTF8.self)
             pending.removeSubrange(...end)
             NotificationCenter.default.post(name: .commandPrintedLine, object: nil, userInfo: ["line": line])
+        }
+        if count <= 0 {  // End of output (or an error): stop watching.
+            source.invalidate()
+            outputEnded = true
+            finishIfDone()
         }
     }
 

@@ -12,7 +12,12 @@ let command =
     arguments.isEmpty ? ["sh", "-c", "for step in 1 2 3 4 5; do echo step $step; sleep 0.1; done"] : arguments
 let watcher = CommandWatcher(command: command)
 print("foundation-tool: running \(command.joined(separator: " "))")
-try watcher.start()
+do {
+    try watcher.start()
+} catch {
+    print("foundation-tool: cannot start: \(error)")
+    exit(1)
+}
 
 // As on macOS: Foundation's run loop runs the thread, one batch of events at a time, until the work is done.
 while !watcher.isFinished && RunLoop.main.run(mode: .default, before: .distantFuture) {}
