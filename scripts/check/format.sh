@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Formats the package's Swift sources with swift-format, using the repository's .swift-format.
+# Formats the package's Swift sources and the examples' with swift-format, using the repository's .swift-format.
 #
-#   scripts/check/format.sh          rewrite Sources/ and Tests/ in place
+#   scripts/check/format.sh          rewrite Sources/, Tests/ and Examples/ in place
 #   scripts/check/format.sh --lint   check only: exits non-zero on any finding (used by .ci/run)
 set -euo pipefail
 
@@ -26,7 +26,7 @@ case "${1:-}" in
 esac
 
 paths=()
-for dir in Sources Tests; do
+for dir in Sources Tests Examples; do
     if [[ -d "$dir" ]]; then
         paths+=("$dir")
     fi

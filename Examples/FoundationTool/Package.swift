@@ -1,0 +1,20 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "FoundationTool",
+    dependencies: [
+        // This repository's root, named because its folder may be named otherwise. In a copy of your own:
+        // .package(url: "<RunLoopKit's repository URL>", from: "<its first release tag>").
+        .package(name: "RunLoopKit", path: "../..")
+    ],
+    targets: [
+        .executableTarget(
+            name: "foundation-tool",
+            dependencies: [
+                .product(name: "RunLoopKit", package: "RunLoopKit"),
+                .product(name: "RunLoopKitFoundation", package: "RunLoopKit"),
+            ]
+        )
+    ]
+)
