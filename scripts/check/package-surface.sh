@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lists the `package` declarations of the core, RunLoopKit, that other modules use: the seam the core opens to its
-# products, tools and check executables beyond its public API (Docs/Design.md, "Modules and layers").
+# products, tools and check executables beyond its public API (Docs/Internals.md, "Modules and layers").
 #
 #   scripts/check/package-surface.sh           writes the list to Docs/PackageSurface.txt
 #   scripts/check/package-surface.sh --check   fails, showing the difference, when Docs/PackageSurface.txt is stale (CI)

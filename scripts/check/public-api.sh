@@ -10,7 +10,7 @@
 # implementations"): the same declaration, shown once per conformer.
 #
 # RunLoopKitSystem is no product (its few public declarations are public only so the other modules can inline
-# them; see Docs/Design.md), so it is not counted. Builds into .build-docs/ (git-ignored), with scripts/check/docs.sh.
+# them; see Docs/Internals.md), so it is not counted. Builds into .build-docs/ (git-ignored), with scripts/check/docs.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."  # The repository root: every script runs from there (scripts/README.md).
 if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then

@@ -12,7 +12,7 @@ extension Loop {
     /// count as each pass ends); the counts are read one after another. The time figures are one consistent moment:
     /// the sleep or awake stretch in progress counts up to the moment of reading. The loop keeps the figures all the
     /// time, without an extra system call: a few plain stores per pass, two clock readings per sleep and per outermost
-    /// run (see Docs/Services.md).
+    /// run (see Docs/Metrics.md).
     ///
     /// A loop whose thread has exited keeps its last figures.
     public var metrics: Metrics {

@@ -27,7 +27,7 @@ extension LoopEventItem {
     /// a descriptor that stays ready no longer wakes the loop, and it is told what still holds afterwards; a timer
     /// fires once in place of every firing due meanwhile, keeping its grid. ``isRateLimited`` is true meanwhile, and
     /// ``rateLimitHandler`` is told. Setting `nil` during a pause ends it at once; setting another limit keeps the
-    /// pause to its end, then counts by the new limit. See ``RateLimit``, and Docs/Services.md, "Rate limits".
+    /// pause to its end, then counts by the new limit. See ``RateLimit``, and Docs/RateLimits.md.
     public var rateLimit: RateLimit? {
         get { existingRateLimiter?.settings.withLock { $0.limit } }
         set { requestRateLimit(newValue, for: AnyItem(self)) }

@@ -13,6 +13,9 @@ struct DocumentationExample: Sendable, CustomTestStringConvertible {
     let line: Int
     /// The block's code, its fence's indentation removed.
     let code: String
+    /// Whether the block is a service (a ```` ```swift service ```` fence), which runs until it is told to stop: see
+    /// `DocumentationExamplesTests.exerciseService`.
+    var isService = false
 
     var testDescription: String { "\(page) swift block \(index) (line \(line))" }
 
@@ -96,12 +99,13 @@ enum DocumentationExamples {
     /// scripts/check/lifecycle-check, a package of its own that depends on them, compiles them there and runs them.
     static let compiledElsewhere: Set<String> = ["ServiceLifecycle", "Metrics", "Logging"]
 
-    /// The ```` ```swift ```` blocks of `text`. A fence may be indented (inside a list item); its block ends at the
-    /// next line that is only ```` ``` ````. A ```` ```swift gtk ```` block (a GTK app, which needs GTK's headers) is
+    /// The ```` ```swift ```` blocks of `text`, and the ```` ```swift service ```` ones (a service the test stops with
+    /// SIGTERM). A fence may be indented (inside a list item); its block ends at the next line that is only
+    /// ```` ``` ````. A ```` ```swift gtk ```` block (a GTK app, which needs GTK's headers) is
     /// not one of them: scripts/check/gtk-check.sh compiles and runs it, under Xvfb.
     static func blocks(in text: String, page: String) -> [DocumentationExample] {
         var examples: [DocumentationExample] = []
-        var open: (line: Int, indent: Int, lines: [String])?
+        var open: (line: Int, indent: Int, isService: Bool, lines: [String])?
         for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = String(rawLine)
             let trimmed = line.trimmingCharacters(in: .whitespaces)
@@ -109,14 +113,17 @@ enum DocumentationExamples {
                 if trimmed == "```" {
                     let code = block.lines.joined(separator: "\n") + "\n"
                     examples.append(
-                        DocumentationExample(page: page, index: examples.count + 1, line: block.line, code: code))
+                        DocumentationExample(
+                            page: page, index: examples.count + 1, line: block.line, code: code,
+                            isService: block.isService))
                     open = nil
                 } else {
                     block.lines.append(String(line.dropFirst(min(block.indent, leadingSpaces(line)))))
                     open = block
                 }
-            } else if trimmed == "```swift" {
-                open = (line: offset + 2, indent: leadingSpaces(line), lines: [])
+            } else if trimmed == "```swift" || trimmed == "```swift service" {
+                let isService = trimmed.hasSuffix("service")
+                open = (line: offset + 2, indent: leadingSpaces(line), isService: isService, lines: [])
             }
         }
         return examples
@@ -265,9 +272,13 @@ struct ExampleBuilder: Sendable {
     /// Started with `posix_spawn`, with an empty signal mask and every signal's default disposition, as from a
     /// shell: the test runner's threads block some signals (Swift Testing's threads come from Dispatch's), and a
     /// child would inherit that mask, so an example that waits for a signal it sends itself would wait forever.
+    ///
+    /// `whileRunning`, when given, is called once the child is started, with its process id and the path of its
+    /// standard output (a service's test talks to it and then stops it); the deadline counts from its return.
     static func run(
         _ executable: URL, arguments: [String] = [], in folder: URL, deadline: Duration,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        whileRunning: (@Sendable (pid_t, String) async -> Void)? = nil
     ) async throws -> Outcome {
         let outputPath = folder.appendingPathComponent("\(executable.lastPathComponent).stdout").path
         let errorPath = folder.appendingPathComponent("\(executable.lastPathComponent).stderr").path
@@ -301,6 +312,7 @@ struct ExampleBuilder: Sendable {
             throw Failure(description: "posix_spawn \(executable.path) failed: \(String(cString: strerror(spawned)))")
         }
 
+        await whileRunning?(pid, outputPath)
         var status: CInt = 0
         let end = ContinuousClock.now + deadline
         while waitpid(pid, &status, WNOHANG) == 0 {

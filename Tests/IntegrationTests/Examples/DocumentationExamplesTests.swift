@@ -1,10 +1,18 @@
 import Foundation
+import Glibc
+import Synchronization
 import Testing
 
 /// Every ```` ```swift ```` block of README.md, Docs/*.md and the DocC catalog (articles and Extensions/ pages) is a
 /// complete program: pasted alone into an executable's `main.swift` (with `import RunLoopKit` added when the block
 /// lacks it), it compiles in Swift 6 language mode and, run on the process's real main thread, exits with status 0
 /// on its own, printing what the page promises (`// prints "…"`) and nothing it rules out (`// never prints "…"`).
+///
+/// A ```` ```swift service ```` block (Docs/Tutorial.md's) is a program that serves until it is told to stop, as a
+/// service does: it listens on the Unix socket `hello.sock` in its working directory, answers a request with its
+/// text in upper case, and prints its first promised line (`// prints "…"`) once it serves. Run in its folder, it is
+/// sent one request, whose answer is checked, then SIGTERM: it must then exit 0, or be ended by that signal when it
+/// does not handle it (status 143); what it promises to print is checked after that.
 ///
 /// Each block is compiled with `swiftc -swift-version 6` against the objects this build already made (no package
 /// of its own to resolve), at most two at a time, and run as a child process with a deadline.
@@ -46,9 +54,23 @@ import Testing
             environment["ASAN_OPTIONS"] = (environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "") + "detect_leaks=0"
         }
         let outcome: ExampleBuilder.Outcome
+        let answer = Mutex<String?>(nil)
         do {
-            outcome = try await ExampleBuilder.run(
-                executable, in: folder, deadline: Self.runDeadline, environment: environment)
+            if example.isService {
+                // Through a shell that changes to the folder and replaces itself with the service: same process id.
+                outcome = try await ExampleBuilder.run(
+                    URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", "cd \"$0\" && exec ./example", folder.path],
+                    in: folder, deadline: Self.runDeadline, environment: environment
+                ) { pid, outputPath in
+                    let reply = await Self.exerciseService(
+                        pid, servingOnceItPrints: example.promisedOutput.first ?? "", outputPath: outputPath,
+                        socketPath: folder.appendingPathComponent("hello.sock").path)
+                    answer.withLock { $0 = reply }
+                }
+            } else {
+                outcome = try await ExampleBuilder.run(
+                    executable, in: folder, deadline: Self.runDeadline, environment: environment)
+            }
         } catch {
             Issue.record("\(example.testDescription) does not finish on its own: \(error)")
             return
@@ -60,7 +82,15 @@ import Testing
             \(outcome.standardOutput)--- standard error ---
             \(outcome.standardError)
             """
-        #expect(outcome.status == 0, "exit status \(outcome.status): \(report)")
+        if example.isService {
+            let reply = answer.withLock { $0 }
+            #expect(reply == "HELLO\n", "the service answered \(reply.map { "\"\($0)\"" } ?? "nothing"): \(report)")
+            #expect(
+                outcome.status == 0 || outcome.status == 128 + SIGTERM,
+                "exit status \(outcome.status) after SIGTERM: \(report)")
+        } else {
+            #expect(outcome.status == 0, "exit status \(outcome.status): \(report)")
+        }
         for promised in example.promisedOutput {
             #expect(outcome.standardOutput.contains(promised), "the page promises it prints \"\(promised)\": \(report)")
         }
@@ -78,12 +108,48 @@ import Testing
         }
     }
 
+    /// Waits (up to 20 s) until the service `pid` has printed `line` to `outputPath`, sends `hello\n` to its socket
+    /// at `socketPath`, reads its answer, then sends it SIGTERM. Answers the answer, or `nil` when it never served.
+    static func exerciseService(
+        _ pid: pid_t, servingOnceItPrints line: String, outputPath: String, socketPath: String
+    ) async -> String? {
+        defer { kill(pid, SIGTERM) }
+        let end = ContinuousClock.now + .seconds(20)
+        while ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").contains(line) == false {
+            guard ContinuousClock.now < end else { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let client = socket(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard client >= 0 else { return nil }
+        defer { close(client) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: socketPath.utf8.prefix($0.count - 1)) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)  // An answer that never comes fails the test, not hangs it.
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(client, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0, write(client, "hello\n", 6) == 6 else { return nil }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while true {  // Until the service closes the connection.
+            let count = read(client, &buffer, buffer.count)
+            guard count > 0 else { break }
+            answer += buffer[..<count]
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
     /// The extraction finds the blocks (so the test above cannot pass by finding none), and the pages of `Loop`,
     /// `LoopThread` and every item type show an example.
     @Test func thePagesHaveExamples() throws {
         let examples = try DocumentationExamples.all()
         #expect(examples.contains { $0.page == "README.md" })
         #expect(examples.contains { $0.page.hasPrefix("Docs/") })
+        #expect(examples.contains { $0.page == "Docs/Tutorial.md" && $0.isService }, "the tutorial's service")
         let typePages = [
             ("RunLoopKit", "Loop"), ("RunLoopKit", "LoopThread"), ("RunLoopKit", "LoopSource"),
             ("RunLoopKit", "FileDescriptorSource"), ("RunLoopKit", "LoopTimer"), ("RunLoopKit", "LoopObserver"),

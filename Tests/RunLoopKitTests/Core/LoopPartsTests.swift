@@ -2,7 +2,7 @@ import Testing
 
 @testable import RunLoopKit
 
-/// `Loop` stays a handful of named parts (Docs/Design.md, "Layers"): each new concern goes into the part it belongs
+/// `Loop` stays a handful of named parts (Docs/Internals.md, "Modules and layers"): each new concern goes into the part it belongs
 /// to, not into another stored property of the loop.
 @Suite struct LoopPartsTests {
     @Test func aLoopIsAtMostFifteenNamedParts() {
