@@ -19,7 +19,10 @@ extension Loop {
             block = announceSleep(in: state) && armTimer(until: runStack.deadline)
         }
         let buffer = scratch.eventBuffer(depth: runStack.depth)
-        if block { metricsBeginSleep() }
+        if block {
+            metricsBeginSleep()
+            inbox.segments.noteSleep()  // Now and then sheds block segments that recent passes left unused.
+        }
         let count = blockingWait(into: buffer, block: block)
         if block { metricsEndSleep() }
         for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
