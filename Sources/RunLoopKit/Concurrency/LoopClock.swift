@@ -26,8 +26,8 @@ public struct LoopClock: Clock {
         self.mode = mode
     }
 
-    /// The current time on the monotonic clock.
-    public var now: Loop.Instant { .now }
+    /// The loop's time now (``Loop/now``): the monotonic clock, or the loop's virtual time. Any thread.
+    public var now: Loop.Instant { loop.now }
 
     /// One nanosecond: the timerfd's unit. How close a sleep ends to its deadline depends on the tolerance and on
     /// what the loop is doing, not on this figure.

@@ -20,8 +20,11 @@ extension Loop {
         }
         let buffer = scratch.eventBuffer(depth: runStack.depth)
         if block { metricsBeginSleep() }
-        let count = blockingWait(into: buffer, block: block)
+        var count = blockingWait(into: buffer, block: block)
         if block { metricsEndSleep() }
+        if !poll, let virtual = control.virtualClock {
+            count = settleVirtualClock(virtual, events: count, into: buffer)
+        }
         for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
             mainQueue.hasWork = true
         }
@@ -55,5 +58,58 @@ extension Loop {
         if mainQueue.hasWork && servesMainQueue(in: state) { return true }
         if blocks.contains(where: { canRun($0, state) }) { return true }
         return signalStack.pending.contains { $0.isIn(modeID: state.id) } || hasFailedSource(in: state)
+    }
+
+    // MARK: Virtual time
+
+    /// ``armTimer(until:)`` on virtual time, where no timerfd is armed: answers false (the loop polls instead of
+    /// sleeping) and, unless a timer is due already, notes `wakeTime` as where the clock goes if that poll finds the
+    /// loop durably idle.
+    func planVirtualWait(_ virtual: VirtualClock, wakeTime: Int64) -> Bool {
+        let due = timerTable.firstFireTime <= virtual.now
+        virtual.idleTarget.store(due ? .min : wakeTime, ordering: .relaxed)
+        return false
+    }
+
+    /// What a loop on virtual time does where a real one sleeps, after the poll that replaced the sleep found `events`
+    /// events. The loop is *durably idle* when it announced its sleep finding no work (no signal, block, change,
+    /// stop or wake-up from another thread, no local work, no due timer) and the poll then found no descriptor
+    /// ready and no wake-up written: everything that could bring work is a descriptor of its epoll set or another
+    /// thread's post, which writes the eventfd once it sees ``Poller/isWaiting``. Then the clock jumps to the noted
+    /// wake time when it may (``VirtualClock/mayAdvance``); when it may not, or there is nothing to jump to, the loop
+    /// sleeps for real, with no timeout, until a descriptor or another thread wakes it. Answers the events to handle.
+    func settleVirtualClock(
+        _ virtual: VirtualClock, events: Int, into buffer: UnsafeMutableBufferPointer<epoll_event>
+    ) -> Int {
+        let target = virtual.idleTarget.exchange(.min, ordering: .relaxed)
+        guard target != .min, events == 0, signalStack.isEmpty, inbox.isEmpty else {
+            virtual.sawIdle.store(false, ordering: .relaxed)
+            return events
+        }
+        let now = virtual.now
+        if target > now {
+            guard target != .max, virtual.mayAdvance else {
+                // Nothing could ever be due, or time is moved by hand: only a descriptor or another thread helps.
+                virtual.sawIdle.store(false, ordering: .relaxed)
+                metricsBeginSleep()
+                let count = blockingWait(into: buffer, block: true)
+                metricsEndSleep()
+                return count
+            }
+            metricsBeginSleep()
+            virtual.nanoseconds.store(target, ordering: .relaxed)
+            metricsEndSleep()
+        }
+        // Idle at the target only if nothing falls due there: what does fires in this pass, and the next one looks
+        // again.
+        virtual.sawIdle.store(timerTable.firstFireTime > target, ordering: .relaxed)
+        return 0
+    }
+
+    /// Whether a run that reached its deadline may end: always on real time; on virtual time only after a durably
+    /// idle pass (``settleVirtualClock(_:events:into:)``), so everything the deadline's instant made ready runs first.
+    func virtualRunMayEnd() -> Bool {
+        guard let virtual = control.virtualClock else { return true }
+        return virtual.sawIdle.exchange(false, ordering: .relaxed)
     }
 }

@@ -1,3 +1,4 @@
+import CRunLoopShims
 import RunLoopKitSystem
 
 extension Loop {
@@ -13,8 +14,18 @@ extension Loop {
             self.nanoseconds = nanoseconds
         }
 
-        /// The current time.
-        public static var now: Instant { Instant(nanoseconds: MonotonicClock.now()) }
+        /// The current time as the calling thread's loop sees it: `CLOCK_MONOTONIC`, or, on the thread of a loop on
+        /// virtual time (``Loop/isVirtual``), that loop's time (``Loop/now``). Any thread.
+        ///
+        /// The rule for virtual time: a thread reads its own loop's time. Code that makes a timer or schedules a
+        /// callback for a virtual loop from another thread reads that loop's time, ``Loop/now``, instead
+        /// (`LoopTimer(at: loop.now + delay)`): there `.now` is the monotonic clock. Costs one thread-local load more
+        /// than reading the clock (Docs/Benchmarks.md, "Virtual time").
+        @inline(__always)
+        public static var now: Instant {
+            if let virtual = VirtualClock.ofCurrentThread { return Instant(nanoseconds: virtual.now) }
+            return Instant(nanoseconds: MonotonicClock.now())
+        }
 
         /// An instant later than any a program will see.
         public static let distantFuture = Instant(nanoseconds: .max)

@@ -115,8 +115,12 @@ extension Loop {
     /// Arms the timerfd for the earlier of the first timer's or callback's latest fire time and `deadline`; answers
     /// false, arming nothing, when that time has come or is closer than ``sleepHorizon`` (so the loop polls instead of
     /// sleeping).
+    ///
+    /// On virtual time the timerfd is never armed: this answers false, so the loop polls, and notes where the clock
+    /// jumps if that poll finds the loop durably idle (``settleVirtualClock(_:events:into:)``).
     func armTimer(until deadline: Int64) -> Bool {
         let wakeTime = min(timerTable.firstLatestFireTime ?? .max, deadline)
+        if let virtual = control.virtualClock { return planVirtualWait(virtual, wakeTime: wakeTime) }
         guard wakeTime != .max else { return true }
         let now = MonotonicClock.now()
         guard wakeTime - now > Self.sleepHorizon else { return false }
@@ -143,7 +147,7 @@ extension Loop {
         guard let state = runStack.mode else { return }
         let next = timerTable.firstFireTime
         guard next != .max else { return }
-        let now = MonotonicClock.now()
+        let now = clockNow()
         guard next <= now else { return }
         var due = scratch.timers.take()
         repeat {
@@ -244,7 +248,7 @@ extension Loop {
 
     /// The first time on `fired + k * interval` (k >= 1) that is later than now: missed fire times are skipped.
     private func nextGridTime(after fired: Int64, interval: Int64) -> Int64 {
-        let now = MonotonicClock.now()
+        let now = clockNow()
         guard fired <= now else { return fired.addingSaturating(interval) }
         let missed = (now - fired) / interval + 1
         let (offset, overflow) = missed.multipliedReportingOverflow(by: interval)
