@@ -45,7 +45,7 @@ public final class Loop: @unchecked Sendable {
     let publishedModes: Locked<PublishedModes>
     /// The loop's metrics: what ``metrics`` reads (written by the loop's thread), the loop thread's tally of its time,
     /// and the handler of every pass.
-    let metricsKeeper = MetricsKeeper()
+    let metricsKeeper: MetricsKeeper
 
     // MARK: Parts of the loop's thread only
 
@@ -81,7 +81,7 @@ public final class Loop: @unchecked Sendable {
         identity = Identity.next(isMain: isMain)
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
         control = Control(servesMainQueue: isMain && poller.forkGeneration == 0, virtualClock: virtualClock)
-        metricsKeeper.virtualClock = virtualClock
+        metricsKeeper = MetricsKeeper(virtualClock: virtualClock)
         modeTable.insert(defaultMode)
         publishedModes = Locked(PublishedModes(commonCounts: modeTable.commonCounts))
         publishedModes.withLock { $0.created(.default, id: defaultMode.id, counts: defaultMode.counts) }

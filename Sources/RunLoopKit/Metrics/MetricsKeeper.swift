@@ -27,9 +27,12 @@ final class MetricsKeeper: @unchecked Sendable {  // Unchecked: `tally` and `pas
     @exclusivity(unchecked) var tally = MetricsTally()
     /// The handler called at the end of every pass (``Loop/reportPasses(to:)``). Loop thread only.
     @exclusivity(unchecked) var passReporter = PassReporter()
-    /// The loop's virtual clock, which the time figures follow, if it runs on virtual time; set once, as the loop
-    /// is made, before any other thread can see the loop.
-    var virtualClock: Loop.VirtualClock?
+    /// The loop's virtual clock, which the time figures follow, if it runs on virtual time.
+    let virtualClock: Loop.VirtualClock?
+
+    init(virtualClock: Loop.VirtualClock?) {
+        self.virtualClock = virtualClock
+    }
 
     /// Completed passes.
     let passes = Atomic<Int>(0)

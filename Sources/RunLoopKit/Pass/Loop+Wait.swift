@@ -9,8 +9,10 @@ extension Loop {
     ///
     /// The loop sleeps only if, after announcing it is about to (``Poller/isWaiting``), it still finds no signal,
     /// block, change, stop or wake-up sent by another thread, no local work and no due timer. The timerfd is armed
-    /// for the earlier of the first timer's latest fire time and the run's deadline.
+    /// for the earlier of the first timer's latest fire time and the run's deadline. A loop on virtual time takes
+    /// ``waitForEventsVirtually(_:poll:)`` instead: the one test a real loop pays for it here.
     func waitForEvents(poll: Bool) -> Int {
+        if let virtual = control.virtualClock { return waitForEventsVirtually(virtual, poll: poll) }
         if !poll { notifyObservers(.beforeWaiting) }
         var block = !poll
         if block, let state = runStack.mode {
@@ -20,11 +22,8 @@ extension Loop {
         }
         let buffer = scratch.eventBuffer(depth: runStack.depth)
         if block { metricsBeginSleep() }
-        var count = blockingWait(into: buffer, block: block)
+        let count = blockingWait(into: buffer, block: block)
         if block { metricsEndSleep() }
-        if !poll, let virtual = control.virtualClock {
-            count = settleVirtualClock(virtual, events: count, into: buffer)
-        }
         for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
             mainQueue.hasWork = true
         }
@@ -62,13 +61,29 @@ extension Loop {
 
     // MARK: Virtual time
 
-    /// ``armTimer(until:)`` on virtual time, where no timerfd is armed: answers false (the loop polls instead of
-    /// sleeping) and, unless a timer is due already, notes `wakeTime` as where the clock goes if that poll finds the
-    /// loop durably idle.
-    func planVirtualWait(_ virtual: VirtualClock, wakeTime: Int64) -> Bool {
-        let due = timerTable.firstFireTime <= virtual.now
-        virtual.idleTarget.store(due ? .min : wakeTime, ordering: .relaxed)
-        return false
+    /// ``waitForEvents(poll:)`` on virtual time: the same steps and handshake, but no timerfd is armed and the loop
+    /// polls where a real one would sleep; ``settleVirtualClock(_:events:into:)`` then moves the clock or sleeps.
+    @inline(never)
+    private func waitForEventsVirtually(_ virtual: VirtualClock, poll: Bool) -> Int {
+        if !poll { notifyObservers(.beforeWaiting) }
+        virtual.idleTarget.store(.min, ordering: .relaxed)
+        if !poll, let state = runStack.mode {
+            if mainQueue.descriptor == nil && servesMainQueue(in: state) { attachMainQueue() }
+            // Unless a timer is due already, where the clock goes if the poll finds the loop durably idle.
+            if announceSleep(in: state) && timerTable.firstFireTime > virtual.now {
+                let wakeTime = min(timerTable.firstLatestFireTime ?? .max, runStack.deadline)
+                virtual.idleTarget.store(wakeTime, ordering: .relaxed)
+            }
+        }
+        let buffer = scratch.eventBuffer(depth: runStack.depth)
+        var count = blockingWait(into: buffer, block: false)
+        if !poll { count = settleVirtualClock(virtual, events: count, into: buffer) }
+        for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
+            mainQueue.hasWork = true
+        }
+        poller.finishWaiting()
+        if !poll { notifyObservers(.afterWaiting) }
+        return count
     }
 
     /// What a loop on virtual time does where a real one sleeps, after the poll that replaced the sleep found `events`
@@ -94,6 +109,7 @@ extension Loop {
                 metricsBeginSleep()
                 let count = blockingWait(into: buffer, block: true)
                 metricsEndSleep()
+                control.wakeRequested.store(false, ordering: .relaxed)
                 return count
             }
             metricsBeginSleep()

@@ -115,12 +115,9 @@ extension Loop {
     /// Arms the timerfd for the earlier of the first timer's or callback's latest fire time and `deadline`; answers
     /// false, arming nothing, when that time has come or is closer than ``sleepHorizon`` (so the loop polls instead of
     /// sleeping).
-    ///
-    /// On virtual time the timerfd is never armed: this answers false, so the loop polls, and notes where the clock
-    /// jumps if that poll finds the loop durably idle (``settleVirtualClock(_:events:into:)``).
+    /// Real time only: a loop on virtual time never arms its timerfd (``waitForEventsVirtually(_:poll:)``).
     func armTimer(until deadline: Int64) -> Bool {
         let wakeTime = min(timerTable.firstLatestFireTime ?? .max, deadline)
-        if let virtual = control.virtualClock { return planVirtualWait(virtual, wakeTime: wakeTime) }
         guard wakeTime != .max else { return true }
         let now = MonotonicClock.now()
         guard wakeTime - now > Self.sleepHorizon else { return false }
