@@ -2,7 +2,8 @@ import CRunLoopShims
 import RunLoopKitSystem
 
 extension Loop {
-    /// A point in time on `CLOCK_MONOTONIC`, the clock every loop deadline uses.
+    /// A point in time on `CLOCK_MONOTONIC`, the clock every loop deadline uses, or on the clock of a loop on virtual
+    /// time (``Loop/isVirtual``), which counts from 0 ns by default.
     ///
     /// Wall-clock changes never move it. Arithmetic saturates instead of overflowing.
     public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
