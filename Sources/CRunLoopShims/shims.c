@@ -1,4 +1,4 @@
-// The storage of CurrentLoop.h's thread-local slot, FaultCountdown.h's countdown, and the calls glibc declares only
+// The storage of CurrentLoop.h's thread-local slots, FaultCountdown.h's countdown, and the calls glibc declares only
 // under _GNU_SOURCE (dup3(2), the thread affinity and stack calls); everything else in the target lives in its
 // headers.
 //
@@ -15,6 +15,7 @@
 #include "CRunLoopShims.h"
 
 __attribute__((nodebug)) __thread void *crunloop_current_loop_slot = 0;
+__attribute__((nodebug)) __thread void *crunloop_virtual_clock_slot = 0;
 
 __attribute__((nodebug)) int crunloop_dup3_cloexec(int descriptor, int target) {
     return dup3(descriptor, target, O_CLOEXEC);

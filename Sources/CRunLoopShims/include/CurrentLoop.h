@@ -14,4 +14,14 @@ static inline void *_Nullable crunloop_current_loop(void) { return crunloop_curr
 /// Records the calling thread's loop (NULL to forget it).
 static inline void crunloop_set_current_loop(void *_Nullable loop) { crunloop_current_loop_slot = loop; }
 
+/// The calling thread's virtual clock (an unretained `Loop.VirtualClock`) while its current loop runs on virtual time,
+/// else NULL: what `Loop.Instant.now` reads first, so a real-time thread pays one thread-local load for it.
+extern __thread void *_Nullable crunloop_virtual_clock_slot;
+
+/// The calling thread's virtual clock, or NULL.
+static inline void *_Nullable crunloop_virtual_clock(void) { return crunloop_virtual_clock_slot; }
+
+/// Records the calling thread's virtual clock (NULL: the thread's loop is on real time).
+static inline void crunloop_set_virtual_clock(void *_Nullable clock) { crunloop_virtual_clock_slot = clock; }
+
 #endif

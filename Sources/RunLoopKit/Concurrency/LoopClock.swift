@@ -3,7 +3,8 @@
 /// sharing the loop's wake-ups within the tolerance asked for.
 ///
 /// Its instants are ``Loop/Instant``: `CLOCK_MONOTONIC`, the clock of every loop deadline, which does not advance
-/// while the machine is suspended and which wall-clock changes never move. A sleep is a one-shot
+/// while the machine is suspended and which wall-clock changes never move; or, for a loop on virtual time
+/// (``Loop/isVirtual``), that loop's clock, so a sleep ends when the loop's time reaches it (Docs/Testing.md). A sleep is a one-shot
 /// ``LoopTimer`` added to ``mode`` of ``loop``: it ends when that timer
 /// fires in a pass of the mode, so a loop that is not running, or runs another mode, delays it. A cancelled sleep
 /// removes its timer at once and throws `CancellationError`. The task resumes on its own executor afterwards (a
@@ -26,8 +27,8 @@ public struct LoopClock: Clock {
         self.mode = mode
     }
 
-    /// The current time on the monotonic clock.
-    public var now: Loop.Instant { .now }
+    /// The loop's time now (``Loop/now``): the monotonic clock, or the loop's virtual time. Any thread.
+    public var now: Loop.Instant { loop.now }
 
     /// One nanosecond: the timerfd's unit. How close a sleep ends to its deadline depends on the tolerance and on
     /// what the loop is doing, not on this figure.

@@ -68,9 +68,10 @@ public final class LoopDelayMonitor: Sendable {
         }
         let histogram = Locked(DelayHistogram())
         let wakes = wakesIdleLoop ? nil : WakeCount()
-        probe = try LoopTimer(after: resolution, repeating: resolution) { timer in
+        // On the loop's time (`loop.now`, `.now` in the handlers, which run on its thread): it may be virtual.
+        probe = try LoopTimer(at: loop.now + resolution, repeating: resolution) { timer in
             // The due time of this firing: the loop moves a repeating timer to its next time after the handler.
-            let delay = MonotonicClock.now() &- timer.nextFireTime.nanoseconds
+            let delay = Loop.Instant.now.nanoseconds &- timer.nextFireTime.nanoseconds
             histogram.withLock { $0.record(delay) }
             if let wakes, wakes.sleptThroughInterval() {
                 wakes.isResting.store(true, ordering: .relaxed)

@@ -36,6 +36,11 @@ extension LoopThread {
         /// The worker's scheduling policy and priority, or `nil` to keep its creator's (inherited, as for any
         /// thread).
         public var scheduling: Scheduling?
+        /// Whether the worker's loop runs on virtual time (``Loop/isVirtual``), for tests: its clock starts at 0 ns
+        /// and moves when the loop is durably idle (``Loop/advancesWhenIdle``) or when a block on the thread calls
+        /// ``Loop/advance(by:in:)``. Default `false`. Code on the thread reads the loop's time with
+        /// ``Loop/Instant/now``; other threads read ``Loop/now`` (Docs/Testing.md).
+        public var virtualTime = false
 
         /// Options for a worker thread; the defaults make it as ``LoopThread/init(name:options:)`` always did.
         public init(stackSize: Int? = nil, cpuAffinity: Set<Int>? = nil, scheduling: Scheduling? = nil) {
@@ -48,7 +53,7 @@ extension LoopThread {
         public var description: String {
             let parts = [
                 stackSize.map { "stack \($0) bytes" }, cpuAffinity.map { "CPUs \($0.sorted())" },
-                scheduling.map(\.description),
+                scheduling.map(\.description), virtualTime ? "virtual time" : nil,
             ]
             let set = parts.compactMap { $0 }
             return set.isEmpty ? "defaults" : set.joined(separator: ", ")

@@ -102,7 +102,10 @@ extension LoopThread {
                 }
             }
             // Throws rather than traps when the process is out of descriptors: the creator's init throws it.
-            loop = try Loop.forCurrentThread()
+            loop =
+                try startup.options.virtualTime
+                ? LoopRegistry.installVirtual(Loop.VirtualClock(startingAt: 0, advancesWhenIdle: true))
+                : Loop.forCurrentThread()
             try worker.installControl(on: loop)
         } catch {
             startup.failure = error

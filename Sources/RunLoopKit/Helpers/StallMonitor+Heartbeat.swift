@@ -9,7 +9,9 @@ extension StallMonitor {
     /// through the vDSO and one release store); the watchdog calls ``load()``. Activity and time share one 64-bit
     /// word, so the watchdog never sees one without the other.
     final class Heartbeat: Sendable {
-        /// The monotonic time stamps are measured from, so they fit in 61 bits (73 years).
+        /// The watched loop, whose time (``Loop/now``: monotonic, or virtual) the stamps are taken on.
+        private let loop: Loop
+        /// The time stamps are measured from, so they fit in 61 bits (73 years).
         private let origin: Int64
         /// `(nanoseconds since origin) << 3 | activity index`; 0 until the first activity.
         private let word = Atomic<UInt64>(0)
@@ -21,8 +23,9 @@ extension StallMonitor {
             [], .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
         ]
 
-        init() {
-            origin = Loop.Instant.now.nanoseconds
+        init(loop: Loop) {
+            self.loop = loop
+            origin = loop.now.nanoseconds
         }
 
         /// Records that the loop entered `activity` now. Loop thread only (called from its observers).
@@ -31,7 +34,7 @@ extension StallMonitor {
                 thread.store(ThreadIdentity.currentThreadID(), ordering: .relaxed)
             }
             let index = UInt64(Self.activities.firstIndex(of: activity) ?? 0)
-            let elapsed = UInt64(max(0, Loop.Instant.now.nanoseconds - origin))
+            let elapsed = UInt64(max(0, loop.now.nanoseconds - origin))
             word.store(elapsed << 3 | index, ordering: .releasing)
         }
 

@@ -54,7 +54,7 @@ public final class StallMonitor: Sendable {
         self.threshold = threshold
         self.consecutiveChecks = consecutiveChecks
 
-        let heartbeat = Heartbeat()
+        let heartbeat = Heartbeat(loop: loop)
         // The busy period starts as early as possible (before other observers of the activity) and ends as late as
         // possible: slow beforeWaiting or exit observers are part of the stall.
         early = LoopObserver(activities: [.entry, .beforeTimers, .beforeSources, .afterWaiting], order: .min) {
@@ -68,7 +68,8 @@ public final class StallMonitor: Sendable {
         let judge = Watchdog(heartbeat: heartbeat, threshold: threshold, consecutiveChecks: consecutiveChecks)
         let interval = threshold / consecutiveChecks
         let timer = try LoopTimer(after: interval, repeating: interval) { [loop] _ in
-            guard let (beat, duration) = judge.check(now: .now) else { return }
+            // The watched loop's time: a loop on virtual time is busy for no time at all, so never stalls.
+            guard let (beat, duration) = judge.check(now: loop.now) else { return }
             let threadID = heartbeat.threadID
             handler(
                 Report(

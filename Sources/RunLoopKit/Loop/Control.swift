@@ -13,8 +13,9 @@ extension Loop {
         case released
     }
 
-    /// What any thread may read or set to steer a loop: its lifecycle, the stop and wake-up requests, and the three
-    /// settings. Atomics only, so every member is safe from any thread; none of them is ever replaced.
+    /// What any thread may read or set to steer a loop: its lifecycle, the stop and wake-up requests, the three
+    /// settings, and the virtual clock of a loop on virtual time. Atomics only, so every member is safe from any
+    /// thread; none of them is ever replaced.
     struct Control: ~Copyable {
         /// Where the loop is in its life.
         let lifecycle = Atomic<Lifecycle>(.alive)
@@ -29,8 +30,13 @@ extension Loop {
         /// ``Loop/keepsRunningWhenEmpty``.
         let keepsRunningWhenEmpty = Atomic<Bool>(false)
 
-        init(servesMainQueue: Bool) {
+        /// The loop's time when it runs on virtual time (``Loop/isVirtual``), chosen once when the loop is made;
+        /// `nil` for a loop on `CLOCK_MONOTONIC`.
+        let virtualClock: VirtualClock?
+
+        init(servesMainQueue: Bool, virtualClock: VirtualClock? = nil) {
             self.servesMainQueue = Atomic(servesMainQueue)
+            self.virtualClock = virtualClock
         }
     }
 }

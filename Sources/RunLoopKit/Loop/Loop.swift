@@ -45,7 +45,7 @@ public final class Loop: @unchecked Sendable {
     let publishedModes: Locked<PublishedModes>
     /// The loop's metrics: what ``metrics`` reads (written by the loop's thread), the loop thread's tally of its time,
     /// and the handler of every pass.
-    let metricsKeeper = MetricsKeeper()
+    let metricsKeeper: MetricsKeeper
 
     // MARK: Parts of the loop's thread only
 
@@ -70,7 +70,9 @@ public final class Loop: @unchecked Sendable {
     /// Creates a loop with its three descriptors, and registers it for the `fork()` child handler (``ForkGuard``).
     /// - Throws: ``LoopError/Code/systemCallFailed`` when the epoll set, the eventfd or the timerfd cannot be made
     ///   (typically `EMFILE`: the process is out of descriptors), or when a million loops are alive already.
-    private init(isMain: Bool) throws(LoopError) {
+    ///
+    /// `virtualClock`: the loop runs on that virtual time for good (``isVirtual``); `nil`, on `CLOCK_MONOTONIC`.
+    private init(isMain: Bool, virtualClock: VirtualClock? = nil) throws(LoopError) {
         do {
             poller = try Poller()
         } catch {
@@ -78,7 +80,8 @@ public final class Loop: @unchecked Sendable {
         }
         identity = Identity.next(isMain: isMain)
         // libdispatch must not be used in the child of a fork() (without exec): a main loop made there ignores it.
-        control = Control(servesMainQueue: isMain && poller.forkGeneration == 0)
+        control = Control(servesMainQueue: isMain && poller.forkGeneration == 0, virtualClock: virtualClock)
+        metricsKeeper = MetricsKeeper(virtualClock: virtualClock)
         modeTable.insert(defaultMode)
         publishedModes = Locked(PublishedModes(commonCounts: modeTable.commonCounts))
         publishedModes.withLock { $0.created(.default, id: defaultMode.id, counts: defaultMode.counts) }
@@ -91,6 +94,9 @@ public final class Loop: @unchecked Sendable {
     }
 
     static func makeForCurrentThread() throws(LoopError) -> Loop { try Loop(isMain: false) }
+    static func makeVirtual(_ clock: VirtualClock) throws(LoopError) -> Loop {
+        try Loop(isMain: false, virtualClock: clock)
+    }
     static func makeForMainThread() throws(LoopError) -> Loop { try Loop(isMain: true) }
 
     deinit {

@@ -56,6 +56,9 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
         /// RunLoopKitFoundation's bridge): a second bridge would serve every pass twice, so it is refused. Invalidate
         /// the first to bridge again. Declared here because both bridge products throw it.
         public static let alreadyBridged = Code("alreadyBridged")
+        /// The call is for a loop on virtual time (``Loop/isVirtual``), and this loop runs on real time: e.g.
+        /// ``Loop/advance(by:in:)`` on a loop made as usual.
+        public static let notVirtual = Code("notVirtual")
         /// A system call failed for a reason no other code names; see ``LoopError/errno`` and the message, which names
         /// the call.
         public static let systemCallFailed = Code("systemCallFailed")

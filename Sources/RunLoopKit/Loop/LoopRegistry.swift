@@ -16,6 +16,7 @@ enum LoopRegistry {
         let status = pthread_key_create(&key) { pointer in
             guard let pointer else { return }
             crunloop_set_current_loop(nil)  // As pthread_getspecific answers in a destructor: no loop any more.
+            crunloop_set_virtual_clock(nil)
             let loop = Unmanaged<Loop>.fromOpaque(pointer).takeRetainedValue()
             loop.tearDownOnThreadExit()
         }
@@ -86,5 +87,51 @@ enum LoopRegistry {
         let status = pthread_setspecific(key, pointer)
         require(status == 0, "RunLoopKit: pthread_setspecific failed (\(status))")
         crunloop_set_current_loop(pointer)
+        crunloop_set_virtual_clock(loop.control.virtualClock.map { Unmanaged.passUnretained($0).toOpaque() })
+    }
+
+    // MARK: Virtual time
+
+    /// Makes a loop on `clock` the calling thread's loop: a ``LoopThread`` made with
+    /// ``LoopThread/Options/virtualTime``, whose thread has no loop yet.
+    /// - Throws: ``LoopError/Code/systemCallFailed`` when it cannot be created (out of descriptors).
+    static func installVirtual(_ clock: Loop.VirtualClock) throws(LoopError) -> Loop {
+        require(currentIfPresent() == nil, "RunLoopKit: the thread has a loop already; it cannot become virtual")
+        let loop = try Loop.makeVirtual(clock)
+        install(loop)
+        return loop
+    }
+
+    /// Runs `body` with a new loop on `clock` as the calling thread's loop (``Loop/current``, ``Loop/Instant/now``),
+    /// then tears that loop down as a thread's exit would and gives the thread its former loop back
+    /// (``Loop/withVirtualTime(startingAt:advancesWhenIdle:_:)``). On the main thread the stand-in is the current
+    /// loop but not ``Loop/main``, which stays the real main loop and is not the thread's while `body` runs.
+    static func withVirtualLoop<Result, Failure: Error>(
+        _ clock: Loop.VirtualClock, _ body: (Loop) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        if let former = currentIfPresent() {
+            require(
+                former.runStack.depth == 0,
+                "RunLoopKit: Loop.withVirtualTime called inside a run of the thread's loop: its loop cannot be "
+                    + "replaced while it runs; call it outside any run")
+        }
+        let formerPointer = pthread_getspecific(key)  // Retained by the slot; kept while the virtual loop stands in.
+        let formerClock = crunloop_virtual_clock()
+        let loop: Loop
+        do {
+            loop = try Loop.makeVirtual(clock)
+        } catch {
+            trap("RunLoopKit: cannot create a loop on virtual time: \(error)")
+        }
+        install(loop)
+        defer {
+            let status = pthread_setspecific(key, formerPointer)
+            require(status == 0, "RunLoopKit: pthread_setspecific failed (\(status))")
+            crunloop_set_current_loop(formerPointer)
+            crunloop_set_virtual_clock(formerClock)
+            Unmanaged<Loop>.fromOpaque(Unmanaged.passUnretained(loop).toOpaque()).release()  // The slot's retain.
+            loop.tearDownOnThreadExit()
+        }
+        return try body(loop)
     }
 }

@@ -18,7 +18,7 @@ extension Loop {
     public var metrics: Metrics {
         let (now, asleep, awake): (Int64, Int64, Int64)
         if isCurrent {
-            now = MonotonicClock.now()
+            now = clockNow()
             (asleep, awake) = metricsKeeper.tally.totals(at: now)
         } else {
             (now, asleep, awake) = metricsKeeper.readTime(retrying: !createdBeforeFork)
@@ -56,7 +56,7 @@ extension Loop {
     /// is pushed.
     @inline(__always)
     func metricsEnterRun() -> Int64 {
-        guard runStack.depth == 0 else { return MonotonicClock.now() }
+        guard runStack.depth == 0 else { return clockNow() }
         return metricsKeeper.changePhase(to: .awake)
     }
 

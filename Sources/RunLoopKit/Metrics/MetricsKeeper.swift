@@ -27,6 +27,12 @@ final class MetricsKeeper: @unchecked Sendable {  // Unchecked: `tally` and `pas
     @exclusivity(unchecked) var tally = MetricsTally()
     /// The handler called at the end of every pass (``Loop/reportPasses(to:)``). Loop thread only.
     @exclusivity(unchecked) var passReporter = PassReporter()
+    /// The loop's virtual clock, which the time figures follow, if it runs on virtual time.
+    let virtualClock: Loop.VirtualClock?
+
+    init(virtualClock: Loop.VirtualClock?) {
+        self.virtualClock = virtualClock
+    }
 
     /// Completed passes.
     let passes = Atomic<Int>(0)
@@ -76,7 +82,7 @@ final class MetricsKeeper: @unchecked Sendable {  // Unchecked: `tally` and `pas
         let writing = sequence.load(ordering: .relaxed) &+ 1
         // Visible before the clock is read: a reader that saw the previous phase read its clock before this one.
         sequence.store(writing, ordering: .sequentiallyConsistent)
-        let now = MonotonicClock.now()
+        let now = virtualClock?.now ?? MonotonicClock.now()
         tally.enter(next, at: now)
         asleep.store(tally.asleep, ordering: .releasing)
         awake.store(tally.awake, ordering: .releasing)
@@ -101,7 +107,7 @@ final class MetricsKeeper: @unchecked Sendable {  // Unchecked: `tally` and `pas
                 tally.phase = MetricsTally.Phase(rawValue: phase.load(ordering: .acquiring)) ?? .outside
                 tally.phaseSince = phaseSince.load(ordering: .acquiring)
                 // Inside the read: unless the sequence moved meanwhile, the phase read was still in progress now.
-                let now = MonotonicClock.now()
+                let now = virtualClock?.now ?? MonotonicClock.now()
                 if sequence.load(ordering: .acquiring) == before || !retrying {
                     let (asleep, awake) = tally.totals(at: now)
                     return (now, asleep, awake)

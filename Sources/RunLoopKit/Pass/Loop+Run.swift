@@ -54,7 +54,7 @@ extension Loop {
             } else if duration > LoopTimer.maximumInterval {
                 .max
             } else {
-                MonotonicClock.now().addingSaturating(duration.saturatingNanoseconds)
+                clockNow().addingSaturating(duration.saturatingNanoseconds)
             }
         return run(
             mode: mode, deadline: deadline, pollOnce: pollOnce, returnAfterSourceHandled: returnAfterSourceHandled)
@@ -135,11 +135,13 @@ extension Loop {
             if serviceMainQueue(in: state) { handledSource = true }
             runBlocks()
 
-            let passEnd = MonotonicClock.now()
+            let passEnd = clockNow()
             endPass(mark, endedAt: passEnd)
 
             if handledSource && returnAfterSourceHandled { return .handledSource }
-            if pollOnce || passEnd >= runStack.deadline { return .timedOut }
+            // On virtual time the deadline ends a run only after a durably idle pass: what its instant made ready
+            // runs first (a real loop's deadline is met as it comes; only a virtual one's is then tested further).
+            if pollOnce || passEnd >= runStack.deadline && virtualRunMayEnd() { return .timedOut }
             if control.stopRequested.exchange(false, ordering: .acquiringAndReleasing) { return .stopped }
             if isEmpty(state) { return .finished }
             passStart = passEnd

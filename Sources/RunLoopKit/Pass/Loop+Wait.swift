@@ -9,8 +9,10 @@ extension Loop {
     ///
     /// The loop sleeps only if, after announcing it is about to (``Poller/isWaiting``), it still finds no signal,
     /// block, change, stop or wake-up sent by another thread, no local work and no due timer. The timerfd is armed
-    /// for the earlier of the first timer's latest fire time and the run's deadline.
+    /// for the earlier of the first timer's latest fire time and the run's deadline. A loop on virtual time takes
+    /// ``waitForEventsVirtually(_:poll:)`` instead: the one test a real loop pays for it here.
     func waitForEvents(poll: Bool) -> Int {
+        if let virtual = control.virtualClock { return waitForEventsVirtually(virtual, poll: poll) }
         if !poll { notifyObservers(.beforeWaiting) }
         var block = !poll
         if block, let state = runStack.mode {
@@ -58,5 +60,75 @@ extension Loop {
         if mainQueue.hasWork && servesMainQueue(in: state) { return true }
         if blocks.contains(where: { canRun($0, state) }) { return true }
         return signalStack.pending.contains { $0.isIn(modeID: state.id) } || hasFailedSource(in: state)
+    }
+
+    // MARK: Virtual time
+
+    /// ``waitForEvents(poll:)`` on virtual time: the same steps and handshake, but no timerfd is armed and the loop
+    /// polls where a real one would sleep; ``settleVirtualClock(_:events:into:)`` then moves the clock or sleeps.
+    @inline(never)
+    private func waitForEventsVirtually(_ virtual: VirtualClock, poll: Bool) -> Int {
+        if !poll { notifyObservers(.beforeWaiting) }
+        virtual.idleTarget.store(.min, ordering: .relaxed)
+        if !poll, let state = runStack.mode {
+            if mainQueue.descriptor == nil && servesMainQueue(in: state) { attachMainQueue() }
+            // Unless a timer is due already, where the clock goes if the poll finds the loop durably idle.
+            if announceSleep(in: state) && timerTable.firstFireTime > virtual.now {
+                let wakeTime = min(timerTable.firstLatestFireTime ?? .max, runStack.deadline)
+                virtual.idleTarget.store(wakeTime, ordering: .relaxed)
+            }
+        }
+        let buffer = scratch.eventBuffer(depth: runStack.depth)
+        var count = blockingWait(into: buffer, block: false)
+        if !poll { count = settleVirtualClock(virtual, events: count, into: buffer) }
+        for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
+            mainQueue.hasWork = true
+        }
+        poller.finishWaiting()
+        if !poll { notifyObservers(.afterWaiting) }
+        return count
+    }
+
+    /// What a loop on virtual time does where a real one sleeps, after the poll that replaced the sleep found `events`
+    /// events. The loop is *durably idle* when it announced its sleep finding no work (no signal, block, change,
+    /// stop or wake-up from another thread, no local work, no due timer) and the poll then found no descriptor
+    /// ready and no wake-up written: everything that could bring work is a descriptor of its epoll set or another
+    /// thread's post, which writes the eventfd once it sees ``Poller/isWaiting``. Then the clock jumps to the noted
+    /// wake time when it may (``VirtualClock/mayAdvance``); when it may not, or there is nothing to jump to, the loop
+    /// sleeps for real, with no timeout, until a descriptor or another thread wakes it. Answers the events to handle.
+    func settleVirtualClock(
+        _ virtual: VirtualClock, events: Int, into buffer: UnsafeMutableBufferPointer<epoll_event>
+    ) -> Int {
+        let target = virtual.idleTarget.exchange(.min, ordering: .relaxed)
+        guard target != .min, events == 0, signalStack.isEmpty, inbox.isEmpty else {
+            virtual.sawIdle.store(false, ordering: .relaxed)
+            return events
+        }
+        let now = virtual.now
+        if target > now {
+            guard target != .max, virtual.mayAdvance else {
+                // Nothing could ever be due, or time is moved by hand: only a descriptor or another thread helps.
+                virtual.sawIdle.store(false, ordering: .relaxed)
+                metricsBeginSleep()
+                let count = blockingWait(into: buffer, block: true)
+                metricsEndSleep()
+                control.wakeRequested.store(false, ordering: .relaxed)
+                return count
+            }
+            metricsBeginSleep()
+            virtual.nanoseconds.store(target, ordering: .relaxed)
+            metricsEndSleep()
+        }
+        // Idle at the target only if nothing falls due there: what does fires in this pass, and the next one looks
+        // again.
+        virtual.sawIdle.store(timerTable.firstFireTime > target, ordering: .relaxed)
+        return 0
+    }
+
+    /// Whether a run that reached its deadline may end: always on real time; on virtual time only after a durably
+    /// idle pass (``settleVirtualClock(_:events:into:)``), so everything the deadline's instant made ready runs first.
+    func virtualRunMayEnd() -> Bool {
+        guard let virtual = control.virtualClock else { return true }
+        return virtual.sawIdle.exchange(false, ordering: .relaxed)
     }
 }

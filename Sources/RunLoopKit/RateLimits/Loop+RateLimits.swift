@@ -41,7 +41,7 @@ extension Loop {
     @inline(never)
     func rateLimitHoldsBack(_ borrowed: Unmanaged<LoopSource>) -> Bool {
         let source = borrowed.takeUnretainedValue()
-        guard let limiter = source.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
+        guard let limiter = source.activeRateLimiter, !limiter.admitsCall(at: clockNow()) else {
             return false
         }
         if pause(.source(source), limiter) { tellRateLimitHandler(of: .source(source), limiter, isLimited: true) }
@@ -53,7 +53,7 @@ extension Loop {
     /// for a timer with a limit. Loop thread only.
     @inline(never)
     func rateLimitHoldsBack(_ timer: LoopTimer) -> Bool {
-        guard let limiter = timer.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
+        guard let limiter = timer.activeRateLimiter, !limiter.admitsCall(at: clockNow()) else {
             return false
         }
         timer.state = .idle
@@ -69,7 +69,7 @@ extension Loop {
     func rateLimitHoldsBack(
         _ source: DescriptorBackedSource, _ events: DescriptorBackedSource.Events, in state: ModeState
     ) -> Bool {
-        guard let limiter = source.activeRateLimiter, !limiter.admitsCall(at: MonotonicClock.now()) else {
+        guard let limiter = source.activeRateLimiter, !limiter.admitsCall(at: clockNow()) else {
             return false
         }
         let pausedNow = pause(.descriptor(source), limiter)

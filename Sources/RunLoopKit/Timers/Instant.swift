@@ -1,7 +1,9 @@
+import CRunLoopShims
 import RunLoopKitSystem
 
 extension Loop {
-    /// A point in time on `CLOCK_MONOTONIC`, the clock every loop deadline uses.
+    /// A point in time on `CLOCK_MONOTONIC`, the clock every loop deadline uses, or on the clock of a loop on virtual
+    /// time (``Loop/isVirtual``), which counts from 0 ns by default.
     ///
     /// Wall-clock changes never move it. Arithmetic saturates instead of overflowing.
     public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
@@ -13,8 +15,18 @@ extension Loop {
             self.nanoseconds = nanoseconds
         }
 
-        /// The current time.
-        public static var now: Instant { Instant(nanoseconds: MonotonicClock.now()) }
+        /// The current time as the calling thread's loop sees it: `CLOCK_MONOTONIC`, or, on the thread of a loop on
+        /// virtual time (``Loop/isVirtual``), that loop's time (``Loop/now``). Any thread.
+        ///
+        /// The rule for virtual time: a thread reads its own loop's time. Code that makes a timer or schedules a
+        /// callback for a virtual loop from another thread reads that loop's time, ``Loop/now``, instead
+        /// (`LoopTimer(at: loop.now + delay)`): there `.now` is the monotonic clock. Costs one thread-local load more
+        /// than reading the clock (Docs/Benchmarks.md, "Virtual time").
+        @inline(__always)
+        public static var now: Instant {
+            if let virtual = VirtualClock.ofCurrentThread { return Instant(nanoseconds: virtual.now) }
+            return Instant(nanoseconds: MonotonicClock.now())
+        }
 
         /// An instant later than any a program will see.
         public static let distantFuture = Instant(nanoseconds: .max)

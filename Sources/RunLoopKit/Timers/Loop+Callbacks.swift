@@ -124,8 +124,8 @@ extension Loop {
             at: fireTime, tolerance: tolerance, in: mode, CallbackSlots.Stored(function: function, argument: argument))
     }
 
-    /// Schedules a call of `function(argument)` once `delay` from now; see ``schedule(at:tolerance:in:with:_:)``.
-    /// Safe from any thread.
+    /// Schedules a call of `function(argument)` once `delay` from the loop's time now (``now``: virtual on a loop on
+    /// virtual time); see ``schedule(at:tolerance:in:with:_:)``. Safe from any thread.
     @inlinable @discardableResult
     public func schedule(
         after delay: Duration,
@@ -134,7 +134,7 @@ extension Loop {
         with argument: Int,
         _ function: @convention(c) (Int) -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: .now + delay, tolerance: tolerance, in: mode, with: argument, function)
+        try schedule(at: now + delay, tolerance: tolerance, in: mode, with: argument, function)
     }
 
     /// Both forms of ``schedule(at:tolerance:in:_:)`` with a tolerance or another mode: checks the tolerance.
@@ -174,7 +174,8 @@ extension Loop {
         return ScheduledCallback(loopSerial: identity.serial, slot: -1, key: id)
     }
 
-    /// Schedules `callback` to run once `delay` from now; see ``schedule(at:tolerance:in:_:)``. Safe from any thread.
+    /// Schedules `callback` to run once `delay` from the loop's time now (``now``: virtual on a loop on virtual
+    /// time); see ``schedule(at:tolerance:in:_:)``. Safe from any thread.
     @inlinable @discardableResult
     public func schedule(
         after delay: Duration,
@@ -182,7 +183,7 @@ extension Loop {
         in mode: Mode = .default,
         _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback)
+        try schedule(at: now + delay, tolerance: tolerance, in: mode, callback)
     }
 
     /// Makes room in the loop's table for `count` one-shot callbacks scheduled at once, so that scheduling up to

@@ -115,6 +115,7 @@ extension Loop {
     /// Arms the timerfd for the earlier of the first timer's or callback's latest fire time and `deadline`; answers
     /// false, arming nothing, when that time has come or is closer than ``sleepHorizon`` (so the loop polls instead of
     /// sleeping).
+    /// Real time only: a loop on virtual time never arms its timerfd (``waitForEventsVirtually(_:poll:)``).
     func armTimer(until deadline: Int64) -> Bool {
         let wakeTime = min(timerTable.firstLatestFireTime ?? .max, deadline)
         guard wakeTime != .max else { return true }
@@ -143,7 +144,7 @@ extension Loop {
         guard let state = runStack.mode else { return }
         let next = timerTable.firstFireTime
         guard next != .max else { return }
-        let now = MonotonicClock.now()
+        let now = clockNow()
         guard next <= now else { return }
         var due = scratch.timers.take()
         repeat {
@@ -244,7 +245,7 @@ extension Loop {
 
     /// The first time on `fired + k * interval` (k >= 1) that is later than now: missed fire times are skipped.
     private func nextGridTime(after fired: Int64, interval: Int64) -> Int64 {
-        let now = MonotonicClock.now()
+        let now = clockNow()
         guard fired <= now else { return fired.addingSaturating(interval) }
         let missed = (now - fired) / interval + 1
         let (offset, overflow) = missed.multipliedReportingOverflow(by: interval)

@@ -100,7 +100,9 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {
         super.init(kind: .timer, order: order)
     }
 
-    /// Creates a timer that first fires `delay` from now; see ``init(at:repeating:tolerance:order:handler:)``.
+    /// Creates a timer that first fires `delay` from now, as ``Loop/Instant/now`` reads it on the calling thread (the
+    /// thread's loop's time when that loop is on virtual time); see ``init(at:repeating:tolerance:order:handler:)``.
+    /// For a loop on virtual time, from another thread: `LoopTimer(at: loop.now + delay)`.
     public convenience init(
         after delay: Duration,
         repeating interval: Duration? = nil,

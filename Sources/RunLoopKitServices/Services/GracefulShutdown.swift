@@ -146,7 +146,8 @@ public final class GracefulShutdown: Sendable {
         for source in sources.withLock({ $0 }) { source.invalidate() }
         for (_, handler) in handlers { handler() }
         guard !threads.isEmpty else { return finish(status: Self.cleanExitStatus) }
-        let deadline = try? LoopTimer(after: threadDeadline) { [self] _ in finish(status: Self.drainTimedOutExitStatus)
+        let deadline = try? LoopTimer(at: loop.now + threadDeadline) { [self] _ in
+            finish(status: Self.drainTimedOutExitStatus)
         }
         if let deadline { try? loop.add(deadline, to: .common) }
         let drain = ThreadDrain(threads) { [self] in

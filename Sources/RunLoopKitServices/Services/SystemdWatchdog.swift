@@ -49,7 +49,7 @@ public final class SystemdWatchdog: Sendable {
                 timeout: variable("WATCHDOG_USEC"), pid: variable("WATCHDOG_PID"), processID: getpid())
         else { return nil }
         let notifier = notifier ?? SystemdNotifier(environment: environment)
-        let watchdog = try SystemdWatchdog(interval: interval, notifier: notifier)
+        let watchdog = try SystemdWatchdog(interval: interval, first: loop.now + interval, notifier: notifier)
         _ = try notifier.watchdogKeepAlive()
         watchdog.record.sent.add(1, ordering: .relaxed)
         try loop.add(watchdog.timer, to: .common)
@@ -82,10 +82,12 @@ public final class SystemdWatchdog: Sendable {
         !text.isEmpty && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
-    private init(interval: Duration, notifier: SystemdNotifier) throws(LoopError) {
+    /// `first`: the first keep-alive after the one sent at once, on the loop's time (``Loop/now``: the loop may run on
+    /// virtual time).
+    private init(interval: Duration, first: Loop.Instant, notifier: SystemdNotifier) throws(LoopError) {
         self.interval = interval
         let record = self.record
-        timer = try LoopTimer(after: interval, repeating: interval, tolerance: interval / 10) { _ in
+        timer = try LoopTimer(at: first, repeating: interval, tolerance: interval / 10) { _ in
             do throws(LoopError) {
                 if try notifier.watchdogKeepAlive() { record.sent.add(1, ordering: .relaxed) }
             } catch {

@@ -10,7 +10,7 @@ import Testing
 
     /// A watchdog over a fresh heartbeat, and the heartbeat.
     static func makeWatchdog() -> (StallMonitor.Watchdog, StallMonitor.Heartbeat) {
-        let heartbeat = StallMonitor.Heartbeat()
+        let heartbeat = StallMonitor.Heartbeat(loop: Loop.current)
         let watchdog = StallMonitor.Watchdog(heartbeat: heartbeat, threshold: threshold, consecutiveChecks: checks)
         return (watchdog, heartbeat)
     }
