@@ -187,6 +187,13 @@ private func enableRecorder(on thread: LoopThread, passes: Int = 64, calloutsPer
         #expect(slow.description.hasPrefix("block performed at \(thisFile):\(line) ran "))
     }
 
+    @Test func aBlocksCallSiteTakesNoRoomOfItsOwn() {
+        // The site lies where a job's words would: a queued block is no larger than before it had one.
+        #expect(MemoryLayout<BlockWork>.size == MemoryLayout<QueuedJob>.size + 1)
+        #expect(MemoryLayout<FunctionCall>.size <= MemoryLayout<QueuedJob>.size)
+        #expect(MemoryLayout<CallSite>.size == MemoryLayout<UInt>.size)
+    }
+
     // MARK: Stall reports
 
     @Test func aStallReportNamesTheSlowBlock() throws {
