@@ -119,6 +119,7 @@ final class FlightRecorder: @unchecked Sendable {
 
     /// A pass begins at `startedAt`: takes the oldest record. Answers the record of the pass it is nested in (-1 for
     /// none), for ``endPass(_:endedAt:startedAt:)`` to go back to.
+    @inline(never)  // Out of line: a pass with the recorder off keeps its code and registers as they were.
     func beginPass(startedAt: Int64) -> Int {
         let outer = current
         let number = nextNumber
@@ -136,6 +137,7 @@ final class FlightRecorder: @unchecked Sendable {
     }
 
     /// The pass in progress ends at `endedAt`; the pass it was nested in, `outer`, is in progress again.
+    @inline(never)  // Out of line: a pass with the recorder off keeps its code and registers as they were.
     func endPass(_ outer: Int, endedAt: Int64) {
         if current >= 0 {
             let header = current * recordWords
@@ -148,6 +150,7 @@ final class FlightRecorder: @unchecked Sendable {
 
     /// A callout of `kind` made at `site` begins now; answers the token ``endCallout(_:)`` takes, -1 when it is
     /// not recorded (outside passes, or the pass has no slot left: then it is counted as dropped).
+    @inline(never)  // Out of line: a pass with the recorder off keeps its code and registers as they were.
     func beginCallout(_ kind: Loop.FlightRecording.Callout.Kind, at site: CallSite) -> Int {
         guard current >= 0 else { return -1 }
         let header = current * recordWords
@@ -171,6 +174,7 @@ final class FlightRecorder: @unchecked Sendable {
 
     /// The callout `token` names returned: its duration is stored, unless its record was reused meanwhile (a run
     /// nested in it went round the whole ring).
+    @inline(never)  // Out of line: a pass with the recorder off keeps its code and registers as they were.
     func endCallout(_ token: Int) {
         let slot = token & (1 << 31 - 1)
         guard slot < passCapacity * recordWords else { return }  // A token of a recorder this one replaced.

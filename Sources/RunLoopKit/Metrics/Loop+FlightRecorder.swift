@@ -32,8 +32,10 @@ extension Loop {
         let recorder = FlightRecorder(passes: passes, calloutsPerPass: calloutsPerPass)
         metricsKeeper.recorderForReaders.withLock { $0 = recorder }
         onLoopThread { [self] in
-            metricsKeeper.flightRecorder = recorder
-            metricsKeeper.endingRecorder = recorder
+            // Keeps it alive for the unmanaged references below (and lets the previous one go).
+            metricsKeeper.heldRecorder = recorder
+            metricsKeeper.endingRecorder = .passUnretained(recorder)
+            metricsKeeper.flightRecorder = .passUnretained(recorder)
         }
     }
 
@@ -63,7 +65,7 @@ extension Loop {
     @inline(__always)
     func recordPassStart(_ startedAt: Int64) -> Int {
         guard let recorder = metricsKeeper.flightRecorder else { return .min }
-        return recorder.beginPass(startedAt: startedAt)
+        return recorder._withUnsafeGuaranteedRef { $0.beginPass(startedAt: startedAt) }
     }
 
     /// The pass whose start answered `mark` ends at `endedAt`.
@@ -74,7 +76,7 @@ extension Loop {
 
     @inline(never)
     private func endRecordedPass(_ mark: Int, endedAt: Int64) {
-        metricsKeeper.endingRecorder?.endPass(mark, endedAt: endedAt)
+        metricsKeeper.endingRecorder?._withUnsafeGuaranteedRef { $0.endPass(mark, endedAt: endedAt) }
     }
 
     /// A callout of `kind` for an item or block made at `site` begins: answers what ``recordCalloutEnd(_:)``
@@ -82,7 +84,15 @@ extension Loop {
     @inline(__always)
     func recordCalloutStart(_ kind: FlightRecording.Callout.Kind, _ site: CallSite) -> Int {
         guard let recorder = metricsKeeper.flightRecorder else { return -1 }
-        return recorder.beginCallout(kind, at: site)
+        return recorder._withUnsafeGuaranteedRef { $0.beginCallout(kind, at: site) }
+    }
+
+    /// A callout of `kind` for `item` begins; as ``recordCalloutStart(_:_:)``, the item's site read only when the
+    /// recorder is on.
+    @inline(__always)
+    func recordCalloutStart(_ kind: FlightRecording.Callout.Kind, of item: LoopItem) -> Int {
+        guard let recorder = metricsKeeper.flightRecorder else { return -1 }
+        return recorder._withUnsafeGuaranteedRef { $0.beginCallout(kind, at: item.callSite) }
     }
 
     /// The callout whose start answered `token` returned.
@@ -93,6 +103,6 @@ extension Loop {
 
     @inline(never)
     private func endRecordedCallout(_ token: Int) {
-        metricsKeeper.endingRecorder?.endCallout(token)
+        metricsKeeper.endingRecorder?._withUnsafeGuaranteedRef { $0.endCallout(token) }
     }
 }

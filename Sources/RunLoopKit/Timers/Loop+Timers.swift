@@ -220,7 +220,7 @@ extension Loop {
         if timer.appliedRateLimiter != nil && rateLimitHoldsBack(timer) { return }
         timer.state = .firing
         MetricsKeeper.bump(metricsKeeper.timersFired)
-        let token = recordCalloutStart(.timer, timer.callSite)
+        let token = recordCalloutStart(.timer, of: timer)
         timer.handler(timer)
         recordCalloutEnd(token)
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
