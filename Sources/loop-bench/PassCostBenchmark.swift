@@ -19,6 +19,9 @@ import Synchronization
 /// `scripts/check/alloc-check.sh` uses to count heap allocations per pass under valgrind. `LOOP_BENCH_PASS_HANDLER=1`
 /// gives every measured loop a pass handler (`Loop.reportPasses(to:)`) that adds up the passes' durations, so
 /// `scripts/bench/instructions.sh pass-cost` and `scripts/check/alloc-check.sh` show what a handler costs.
+/// `LOOP_BENCH_FLIGHT_RECORDER=1` turns on every measured loop's flight recorder (64 passes of 64 callouts) and
+/// prints the callouts the measured loops made to standard error, so the same scripts show what recording costs
+/// per callout and that a recorded pass allocates nothing.
 final class PassCostBenchmark: Benchmark {
     static let name = "pass-cost"
     static let id = "P"
@@ -100,6 +103,22 @@ private final class PassDriver: @unchecked Sendable {
             loop.reportPasses { figures in handled.add(Int64(figures.number)) }
         }
         defer { loop.reportPasses(to: nil) }
+        let recorded = getenv("LOOP_BENCH_FLIGHT_RECORDER").map({ String(cString: $0) == "1" }) ?? false
+        if recorded {
+            do { try loop.enableFlightRecorder() } catch { failure = BenchmarkFailure("pass-cost: \(error)") }
+        }
+        defer { if recorded { loop.disableFlightRecorder() } }
+        let calloutsBefore = loop.metrics.handled
+        defer {
+            if recorded {
+                let made = loop.metrics.handled - calloutsBefore
+                let total =
+                    made.sourcesPerformed + made.descriptorReports + made.timersFired + made.callbacksRun
+                    + made.observerCalls + made.blocksRun + made.jobsRun + made.mainQueueDrains
+                let line = Array("pass-cost: \(total) callouts with the flight recorder on\n".utf8)
+                _ = write(STDERR_FILENO, line, line.count)
+            }
+        }
         var items: [() -> Void] = []
         defer { for invalidate in items { invalidate() } }
         do {

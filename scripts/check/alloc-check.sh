@@ -5,6 +5,9 @@
 # pass-cost runs with --in-process: valgrind counts this process only, and loop-bench would otherwise run it in a
 # child.
 #
+# Then the same again with every measured loop's flight recorder on (LOOP_BENCH_FLIGHT_RECORDER=1): a recorded pass
+# must not allocate either.
+#
 # Usage: scripts/check/alloc-check.sh [path/to/loop-bench]   (default: builds it in release mode first)
 # Environment: ALLOC_CHECK_PASSES (N, default 5000). Exits 1 when a pass allocates (more than 1 per 100 passes).
 set -euo pipefail
@@ -36,15 +39,24 @@ allocations() {
     echo "$count"
 }
 
-small=$(allocations "$passes")
-large=$(allocations $((passes * 2)))
-# pass-cost measures three times (plain, crowded, monitored by a StallMonitor): the larger run has 3 × passes extra.
-extra_passes=$((passes * 3))
-extra_allocations=$((large - small))
-echo "alloc-check: ${small} allocations with ${passes} passes per measurement, ${large} with $((passes * 2));" \
-    "${extra_allocations} allocations in ${extra_passes} extra passes"
-awk -v a="$extra_allocations" -v p="$extra_passes" 'BEGIN { printf "alloc-check: %.4f heap allocations per pass\n", a / p }'
-if (( extra_allocations * 100 > extra_passes )); then
-    echo "alloc-check: FAILED: the steady-state pass allocates" >&2
-    exit 1
-fi
+# check LABEL: measures and judges the steady-state pass, as the environment has it set up.
+check() {
+    local label=$1 small large extra_passes extra_allocations
+    small=$(allocations "$passes")
+    large=$(allocations $((passes * 2)))
+    # pass-cost measures three times (plain, crowded, monitored by a StallMonitor): the larger run has 3 × passes
+    # extra.
+    extra_passes=$((passes * 3))
+    extra_allocations=$((large - small))
+    echo "alloc-check${label}: ${small} allocations with ${passes} passes per measurement, ${large} with" \
+        "$((passes * 2)); ${extra_allocations} allocations in ${extra_passes} extra passes"
+    awk -v a="$extra_allocations" -v p="$extra_passes" -v l="$label" \
+        'BEGIN { printf "alloc-check%s: %.4f heap allocations per pass\n", l, a / p }'
+    if (( extra_allocations * 100 > extra_passes )); then
+        echo "alloc-check${label}: FAILED: the steady-state pass allocates" >&2
+        exit 1
+    fi
+}
+
+check ""
+LOOP_BENCH_FLIGHT_RECORDER=1 check " (flight recorder on)"

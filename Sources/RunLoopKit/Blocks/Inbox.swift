@@ -6,7 +6,7 @@ import Synchronization
 /// The default mode and the common modes, which nearly every block and job names, have cases of their own: such
 /// a block holds nothing for its modes, and a pass matches it with one flag of the running mode instead of
 /// comparing names. Other modes are held as a list (one reference: dropping a block releases at most that), which
-/// the loop makes once per single mode (``Loop/perform(in:_:)-(Mode,_)``) or takes from the caller.
+/// the loop makes once per single mode (``Loop/perform(in:_:file:line:)-(Mode,_,_,_)``) or takes from the caller.
 enum BlockModes: Sendable {
     /// ``Loop/Mode/default``.
     case defaultMode
@@ -49,35 +49,39 @@ struct QueuedJob {
     unowned(unsafe) let taskExecutor: LoopTaskExecutor?
 }
 
-/// A C function and the word it is called with: a block from ``Loop/perform(in:with:_:)``. Trivially copyable: it has
+/// A C function and the word it is called with: a block from ``Loop/perform(in:with:_:file:line:)``. Trivially copyable: it has
 /// no context to allocate or count.
 struct FunctionCall {
     let function: @convention(c) (Int) -> Void
     let argument: Int
+    /// Where it was queued, for the flight recorder: a third word, still no larger than a job.
+    let site: CallSite
 }
 
-/// What a block runs when it is not a closure: an actor's job, or a function call. Both are plain words, so the
-/// enum is trivially copyable.
+/// What a block runs: its closure (with where it was queued), an actor's job, or a function call. Plain words
+/// all three, at most three of them (a job), so the enum is trivially copyable and the call site of a closure block
+/// costs the block no room: it lies where a job's words would.
 enum BlockWork {
+    case closure(CallSite)
     case job(QueuedJob)
     case call(FunctionCall)
 }
 
-/// A block waiting for a pass in one of its modes: a closure from ``Loop/perform(in:_:)-(Mode,_)``, or (then `work`
-/// is set and `closure` is an empty closure without context, never called) an actor's job or a function call from
-/// ``Loop/perform(in:with:_:)``.
+/// A block waiting for a pass in one of its modes: a closure from ``Loop/perform(in:_:file:line:)-(Mode,_,_,_)``
+/// (`work` is `.closure`, with its call site), or (then `closure` is an empty closure without context, never
+/// called) an actor's job or a function call from ``Loop/perform(in:with:_:file:line:)``.
 ///
 /// Not one enum of all three: copying a block costs a plain retain of the closure's context and a copy of plain
 /// words, without outlined switches over cases. The hot paths move blocks rather than copy them.
 struct PendingBlock {
     let modes: BlockModes
     let closure: @Sendable () -> Void
-    let work: BlockWork?
+    let work: BlockWork
 
-    init(modes: BlockModes, closure: @escaping @Sendable () -> Void) {
+    init(modes: BlockModes, closure: @escaping @Sendable () -> Void, site: CallSite = .unknown) {
         self.modes = modes
         self.closure = closure
-        self.work = nil
+        self.work = .closure(site)
     }
 
     init(modes: BlockModes, job: QueuedJob) {

@@ -9,46 +9,68 @@ extension Loop {
     /// Safe from any thread. Blocks run in the order they were queued (per thread). A block for a mode that is not
     /// running waits for a pass in it; ``Mode/common`` matches every common mode. Unlike CF, a block queued from
     /// another thread wakes the loop if it sleeps.
+    /// - Parameters:
+    ///   - mode: The mode whose passes may run the block. Default ``Mode/default``.
+    ///   - block: The work.
+    ///   - file: Where the block is queued, for the flight recorder
+    ///     (``enableFlightRecorder(passes:calloutsPerPass:)``); leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
     ///   `fork()` of this process), so the block will never run.
     @inlinable @discardableResult
-    public func perform(in mode: Mode = .default, _ block: consuming @escaping @Sendable () -> Void) -> Bool {
+    public func perform(
+        in mode: Mode = .default, _ block: consuming @escaping @Sendable () -> Void, file: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Bool {
         // Inlined where it is called: `loop.perform { … }` is known at compile time to post to the default mode, with
         // no mode to build or compare.
-        mode.name == Mode.default.name ? postToDefaultMode(block) : post(in: mode, block)
+        mode.name == Mode.default.name
+            ? postToDefaultMode(block, file: file, line: line) : post(in: mode, block, file: file, line: line)
     }
 
-    /// ``perform(in:_:)-(Mode,_)`` in the default mode.
+    /// ``perform(in:_:file:line:)-(Mode,_,_,_)`` in the default mode.
     @usableFromInline
-    func postToDefaultMode(_ block: consuming @escaping @Sendable () -> Void) -> Bool {
-        post(PendingBlock(modes: .defaultMode, closure: block))
+    func postToDefaultMode(
+        _ block: consuming @escaping @Sendable () -> Void, file: StaticString, line: UInt
+    ) -> Bool {
+        post(PendingBlock(modes: .defaultMode, closure: block, site: CallSite(file: file, line: line)))
     }
 
-    /// ``perform(in:_:)-(Mode,_)`` in another mode.
+    /// ``perform(in:_:file:line:)-(Mode,_,_,_)`` in another mode.
     @usableFromInline
-    func post(in mode: Mode, _ block: consuming @escaping @Sendable () -> Void) -> Bool {
-        post(PendingBlock(modes: blockModes(for: mode), closure: block))
+    func post(
+        in mode: Mode, _ block: consuming @escaping @Sendable () -> Void, file: StaticString, line: UInt
+    ) -> Bool {
+        post(PendingBlock(modes: blockModes(for: mode), closure: block, site: CallSite(file: file, line: line)))
     }
 
     /// Queues `block` to run once on the loop's thread, at the next block point of a pass in any of `modes`.
     ///
-    /// See ``perform(in:_:)-(Mode,_)``. An empty `modes` list names no pass the block could run in: the block is
-    /// dropped at once (not kept forever, never to run) and the call answers `false`.
+    /// See ``perform(in:_:file:line:)-(Mode,_,_,_)``. An empty `modes` list names no pass the block could run in:
+    /// the block is dropped at once (not kept forever, never to run) and the call answers `false`.
+    /// - Parameters:
+    ///   - modes: The modes whose passes may run the block.
+    ///   - block: The work.
+    ///   - file: Where the block is queued, for the flight recorder; leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     /// - Returns: `false` if `modes` is empty or the loop is ``isTerminated`` (its thread has exited, or it was
     ///   created before a `fork()` of this process), so the block will never run.
     @discardableResult
-    public func perform(in modes: [Mode], _ block: consuming @escaping @Sendable () -> Void) -> Bool {
+    public func perform(
+        in modes: [Mode], _ block: consuming @escaping @Sendable () -> Void, file: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Bool {
         // Terminated: checked before the modes' lock, which, in a fork() child, a parent thread may have held.
         guard !modes.isEmpty, !isTerminated else { return false }
         for mode in modes where mode != .default && mode != .common {
             publishedModes.withLock { names in names.noteNamedByBlock(mode) }
         }
-        return post(PendingBlock(modes: BlockModes(modes), closure: block))
+        return post(PendingBlock(modes: BlockModes(modes), closure: block, site: CallSite(file: file, line: line)))
     }
 
     /// Queues a call of `function(argument)` on the loop's thread, at the next block point of a pass in `mode` (or
-    /// any common mode, for ``Mode/common``); like ``perform(in:_:)-(Mode,_)`` in every other respect. Safe from any
-    /// thread.
+    /// any common mode, for ``Mode/common``); like ``perform(in:_:file:line:)-(Mode,_,_,_)`` in every other respect.
+    /// Safe from any thread.
     ///
     /// The allocation-free way to post: a block is a Swift closure, whose captured values live in a context
     /// allocated on the posting thread and freed on the loop's (a third of the cost of a cross-thread post, and
@@ -56,26 +78,41 @@ extension Loop {
     /// compiler refuses a closure that would), and `argument` is one word the loop stores in the queue: an index
     /// into a table of yours, a count, or the bits of an `Unmanaged` reference. CF's version 0 sources and libuv's
     /// callbacks pass their data the same way.
+    /// - Parameters:
+    ///   - mode: The mode whose passes may make the call. Default ``Mode/default``.
+    ///   - argument: The word `function` is called with.
+    ///   - function: The function to call.
+    ///   - file: Where the call is queued, for the flight recorder; leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     /// - Returns: `false` if the loop is ``isTerminated`` (its thread has exited, or it was created before a
     ///   `fork()` of this process), so the call will never happen.
     @inlinable @discardableResult
-    public func perform(in mode: Mode = .default, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool
-    {
+    public func perform(
+        in mode: Mode = .default, with argument: Int, _ function: @convention(c) (Int) -> Void,
+        file: StaticString = #fileID, line: UInt = #line
+    ) -> Bool {
         // Inlined where it is called, as the closure form.
         mode.name == Mode.default.name
-            ? postToDefaultMode(with: argument, function) : post(in: mode, with: argument, function)
+            ? postToDefaultMode(with: argument, function, file: file, line: line)
+            : post(in: mode, with: argument, function, file: file, line: line)
     }
 
-    /// ``perform(in:with:_:)`` in the default mode.
+    /// ``perform(in:with:_:file:line:)`` in the default mode.
     @usableFromInline
-    func postToDefaultMode(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
-        post(PendingBlock(modes: .defaultMode, call: FunctionCall(function: function, argument: argument)))
+    func postToDefaultMode(
+        with argument: Int, _ function: @convention(c) (Int) -> Void, file: StaticString, line: UInt
+    ) -> Bool {
+        let call = FunctionCall(function: function, argument: argument, site: CallSite(file: file, line: line))
+        return post(PendingBlock(modes: .defaultMode, call: call))
     }
 
-    /// ``perform(in:with:_:)`` in another mode.
+    /// ``perform(in:with:_:file:line:)`` in another mode.
     @usableFromInline
-    func post(in mode: Mode, with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
-        post(PendingBlock(modes: blockModes(for: mode), call: FunctionCall(function: function, argument: argument)))
+    func post(
+        in mode: Mode, with argument: Int, _ function: @convention(c) (Int) -> Void, file: StaticString, line: UInt
+    ) -> Bool {
+        let call = FunctionCall(function: function, argument: argument, site: CallSite(file: file, line: line))
+        return post(PendingBlock(modes: blockModes(for: mode), call: call))
     }
 
     /// The modes of a block queued for `mode`.
@@ -206,11 +243,14 @@ extension Loop {
     @inline(__always)
     func run(_ block: PendingBlock) {
         switch block.work {
-        case nil:
+        case .closure(let site):
             MetricsKeeper.bump(metricsKeeper.blocksRun)
+            let token = recordCalloutStart(.block, site)
             block.closure()
+            recordCalloutEnd(token)
         case .job(let queued):
             MetricsKeeper.bump(metricsKeeper.jobsRun)
+            let token = recordCalloutStart(.actorJob, .unknown)
             runStack.isRunningJob = true
             let serial = queued.executor?.asUnownedSerialExecutor() ?? asUnownedSerialExecutor()
             if let taskExecutor = queued.taskExecutor {
@@ -220,10 +260,13 @@ extension Loop {
             } else {
                 queued.job.runSynchronously(on: serial)
             }
+            recordCalloutEnd(token)
             runStack.isRunningJob = false
         case .call(let call):
             MetricsKeeper.bump(metricsKeeper.blocksRun)
+            let token = recordCalloutStart(.block, call.site)
             call.function(call.argument)
+            recordCalloutEnd(token)
         }
     }
 

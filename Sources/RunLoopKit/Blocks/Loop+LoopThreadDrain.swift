@@ -4,7 +4,7 @@
 /// cannot do this: it cannot close a loop to other threads' blocks while the loop still runs, nor say which blocks
 /// are queued.
 extension Loop {
-    /// From now on, blocks sent from other threads are refused (``perform(in:_:)-(Mode,_)`` answers `false`);
+    /// From now on, blocks sent from other threads are refused (``perform(in:_:file:line:)-(Mode,_,_,_)`` answers `false`);
     /// actor jobs and item changes are still taken until the thread exits. For a ``LoopThread``'s stop, so that
     /// every block accepted before it runs in the drain and none is accepted after. Loop thread only.
     func refuseBlocksForLoopThreadDrain() {

@@ -2,7 +2,7 @@ extension Loop {
     /// Runs `work` once on the loop's thread, at the next block point of a pass in `mode`, and returns its value
     /// to the awaiting task (or rethrows its error). Safe from any task or thread.
     ///
-    /// The block is queued with ``perform(in:_:)-(Mode,_)``, so it waits for a pass in `mode` exactly as a
+    /// The block is queued with ``perform(in:_:file:line:)-(Mode,_,_,_)``, so it waits for a pass in `mode` exactly as a
     /// performed block does; the default is ``Mode/default``, as for `perform`. Pass ``Mode/common`` to be served
     /// by nested runs in other common modes too.
     ///

@@ -46,7 +46,9 @@ extension Loop {
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(.passUnretained(source)) { continue }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
             MetricsKeeper.bump(metricsKeeper.sourcesPerformed)
+            let token = recordCalloutStart(.source, of: source)
             source.performHandler(source)
+            recordCalloutEnd(token)
             performed = true
         }
         scratch.sources.give(&due)

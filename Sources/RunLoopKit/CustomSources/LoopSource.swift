@@ -33,16 +33,21 @@ public final class LoopSource: LoopItem, LoopEventItem, @unchecked Sendable {
     ///   - cancel: Called on the loop's thread each time the source leaves a mode (removed, invalidated, or its
     ///     loop's thread exited), with that mode.
     ///   - perform: Called on the loop's thread with the source, once per signalled state, in a mode it is in.
+    ///   - file: Where the source is made, for the flight recorder (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``);
+    ///     leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     public init(
         order: Int = 0,
         schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
         cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
-        perform: @escaping @Sendable (LoopSource) -> Void
+        perform: @escaping @Sendable (LoopSource) -> Void,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) {
         self.scheduleHandler = schedule
         self.cancelHandler = cancel
         self.performHandler = perform
-        super.init(kind: .source, order: order)
+        super.init(kind: .source, order: order, file: file, line: line)
     }
 
     /// Marks the source signalled and wakes its loop if that loop is asleep. Safe from any thread.

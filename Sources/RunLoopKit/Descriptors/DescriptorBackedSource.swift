@@ -157,7 +157,9 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
         order: Int,
         ownsDescriptor: Bool = false,
         callout: @escaping @Sendable (DescriptorBackedSource, Events) -> Void,
-        invalidationStep: (@Sendable (DescriptorBackedSource) -> Void)? = nil
+        invalidationStep: (@Sendable (DescriptorBackedSource) -> Void)? = nil,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) throws(LoopError) {
         guard let identity = FileDescriptorCalls.identity(of: descriptor) else {
             if ownsDescriptor { FileDescriptorCalls.close(descriptor) }
@@ -175,7 +177,7 @@ open class DescriptorBackedSource: LoopItem, LoopEventItem, @unchecked Sendable 
         var next = Self.generations.add(1, ordering: .relaxed).newValue
         if next == 0 { next = Self.generations.add(1, ordering: .relaxed).newValue }
         self.generation = next
-        super.init(kind: .descriptor, order: order)
+        super.init(kind: .descriptor, order: order, file: file, line: line)
     }
 
     /// Forgets the loop-thread side of the registration as the loop's thread exits, before its epoll set `epoll` is

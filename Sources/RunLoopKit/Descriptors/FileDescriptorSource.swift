@@ -38,17 +38,23 @@ public final class FileDescriptorSource: DescriptorBackedSource, @unchecked Send
     ///   - events: The conditions to watch; default ``DescriptorBackedSource/Events/readable``.
     ///   - order: Among descriptors ready in the same pass, lower orders are handled first. Default 0.
     ///   - handler: Called on the loop's thread with the source and the conditions that hold.
+    ///   - file: Where the source is made, for the flight recorder (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``);
+    ///     leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     /// - Throws: ``LoopError/Code/badDescriptor`` when `descriptor` is not open.
     public init(
         descriptor: CInt,
         events: Events = .readable,
         order: Int = 0,
-        handler: @escaping @Sendable (FileDescriptorSource, Events) -> Void
+        handler: @escaping @Sendable (FileDescriptorSource, Events) -> Void,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) throws(LoopError) {
         // The base calls back with itself: this very object, so the cast cannot fail. Stored as the base's callout
         // without a wrapping closure: a class reference is passed the same way whatever its static type.
         let callout = unsafeBitCast(handler, to: (@Sendable (DescriptorBackedSource, Events) -> Void).self)
-        try super.init(descriptor: descriptor, events: events, order: order, callout: callout)
+        try super.init(
+            descriptor: descriptor, events: events, order: order, callout: callout, file: file, line: line)
     }
 
     /// The watched descriptor.

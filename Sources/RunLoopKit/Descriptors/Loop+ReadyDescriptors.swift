@@ -56,7 +56,9 @@ extension Loop {
             guard !reported.isEmpty else { continue }
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(source, events, in: state) { continue }
             MetricsKeeper.bump(metricsKeeper.descriptorReports)
+            let token = recordCalloutStart(.descriptor, of: source)
             source.callout(source, reported)
+            recordCalloutEnd(token)
             handled = true
         }
         scratch.readyDescriptors.give(&ready)
@@ -144,7 +146,9 @@ extension Loop {
             }
             let source = descriptorTable.failed.remove(at: index).source
             MetricsKeeper.bump(metricsKeeper.descriptorReports)
+            let token = recordCalloutStart(.descriptor, of: source)
             source.callout(source, .invalid)
+            recordCalloutEnd(token)
             told = true
         }
         return told

@@ -4,7 +4,7 @@ import RunLoopKitSystem
 ///
 /// Threading: ``enqueue(_:)`` is called by the concurrency runtime from any thread; jobs run on the loop's thread
 /// only, one at a time, in the order they were enqueued (per enqueuing thread), interleaved with
-/// ``perform(in:_:)-(Mode,_)`` blocks in the same order. ``checkIsolated()`` and ``isIsolatingCurrentContext()``
+/// ``perform(in:_:file:line:)-(Mode,_,_,_)`` blocks in the same order. ``checkIsolated()`` and ``isIsolatingCurrentContext()``
 /// may be called from any thread.
 ///
 /// An actor on a loop keeps the loop alive only if it stores it (or the ``LoopThread`` that owns it): an
@@ -33,7 +33,7 @@ extension Loop: SerialExecutor {
     /// Traps unless called on the loop's thread, naming the loop's thread and the calling one. Safe from any thread.
     ///
     /// The runtime calls it for `assumeIsolated` and `preconditionIsolated` of an actor on this loop when it cannot
-    /// tell from the running job (say, in a ``perform(in:_:)-(Mode,_)`` block): on the loop's thread they pass.
+    /// tell from the running job (say, in a ``perform(in:_:file:line:)-(Mode,_,_,_)`` block): on the loop's thread they pass.
     public func checkIsolated() {
         preconditionIsolatedToLoopThread()
     }

@@ -27,7 +27,7 @@ extension Loop {
         /// The loop the view is of. Package seam: RunLoopKitServices' `make…` methods (see Loop+PackageSeam.swift).
         package let loop: Loop
 
-        /// Makes a custom source whose handlers (see ``LoopSource/init(order:schedule:cancel:perform:)``) run on the
+        /// Makes a custom source whose handlers (see ``LoopSource/init(order:schedule:cancel:perform:file:line:)``) run on the
         /// loop's thread in the caller's isolation.
         public func makeSource(
             order: Int = 0,
@@ -43,9 +43,9 @@ extension Loop {
                     perform: unsafeBitCast(perform, to: (@Sendable (LoopSource) -> Void).self)))
         }
 
-        /// Makes a timer (see ``LoopTimer/init(at:repeating:tolerance:order:handler:)``) whose handler runs on the
+        /// Makes a timer (see ``LoopTimer/init(at:repeating:tolerance:order:handler:file:line:)``) whose handler runs on the
         /// loop's thread in the caller's isolation.
-        /// - Throws: What ``LoopTimer/init(at:repeating:tolerance:order:handler:)`` throws.
+        /// - Throws: What ``LoopTimer/init(at:repeating:tolerance:order:handler:file:line:)`` throws.
         public func makeTimer(
             at fireTime: Loop.Instant,
             repeating interval: Duration? = nil,
@@ -60,9 +60,9 @@ extension Loop {
         }
 
         /// Makes a timer that first fires `delay` from now (see
-        /// ``LoopTimer/init(after:repeating:tolerance:order:handler:)``), whose handler runs on the loop's thread in
+        /// ``LoopTimer/init(after:repeating:tolerance:order:handler:file:line:)``), whose handler runs on the loop's thread in
         /// the caller's isolation.
-        /// - Throws: What ``LoopTimer/init(at:repeating:tolerance:order:handler:)`` throws.
+        /// - Throws: What ``LoopTimer/init(at:repeating:tolerance:order:handler:file:line:)`` throws.
         public func makeTimer(
             after delay: Duration,
             repeating interval: Duration? = nil,
@@ -73,7 +73,7 @@ extension Loop {
             try makeTimer(at: .now + delay, repeating: interval, tolerance: tolerance, order: order, handler: handler)
         }
 
-        /// Makes a descriptor source (see ``FileDescriptorSource/init(descriptor:events:order:handler:)``) whose
+        /// Makes a descriptor source (see ``FileDescriptorSource/init(descriptor:events:order:handler:file:line:)``) whose
         /// handler runs on the loop's thread in the caller's isolation.
         /// - Throws: ``LoopError/Code/badDescriptor`` when `descriptor` is not open.
         public func makeDescriptorSource(
@@ -89,7 +89,7 @@ extension Loop {
                         handler, to: (@Sendable (FileDescriptorSource, DescriptorBackedSource.Events) -> Void).self)))
         }
 
-        /// Makes an observer (see ``LoopObserver/init(activities:repeats:order:handler:)``) whose handler runs on the
+        /// Makes an observer (see ``LoopObserver/init(activities:repeats:order:handler:file:line:)``) whose handler runs on the
         /// loop's thread in the caller's isolation.
         public func makeObserver(
             activities: Loop.Activity,
@@ -131,7 +131,7 @@ extension Loop {
         }
 
         /// Queues `block` to run once on the loop's thread, in the caller's isolation, at the next block point of a
-        /// pass in `mode` (see ``Loop/perform(in:_:)-(Mode,_)``).
+        /// pass in `mode` (see ``Loop/perform(in:_:file:line:)-(Mode,_,_,_)``).
         /// - Returns: `false` if the loop is ``Loop/isTerminated``, so the block will never run.
         @discardableResult
         public func perform(in mode: Loop.Mode = .default, _ block: @escaping () -> Void) -> Bool {
@@ -139,7 +139,7 @@ extension Loop {
         }
 
         /// Queues `block` to run once on the loop's thread, in the caller's isolation, at the next block point of a
-        /// pass in any of `modes` (see ``Loop/perform(in:_:)-([Mode],_)``).
+        /// pass in any of `modes` (see ``Loop/perform(in:_:file:line:)-([Mode],_,_,_)``).
         /// - Returns: `false` if `modes` is empty or the loop is ``Loop/isTerminated``, so the block will never run.
         @discardableResult
         public func perform(in modes: [Loop.Mode], _ block: @escaping () -> Void) -> Bool {

@@ -130,7 +130,9 @@ extension Loop {
         guard (try? EventFD.drain(descriptor)) == true else { return false }
         mainQueue.isDraining = true
         MetricsKeeper.bump(metricsKeeper.mainQueueDrains)
+        let token = recordCalloutStart(.mainQueue, .unknown)
         DispatchMainQueue.drain()
+        recordCalloutEnd(token)
         mainQueue.isDraining = false
         return true
     }

@@ -26,18 +26,6 @@ extension LoopThread {
             return modes.count == 1 ? loop.perform(in: modes[0], work) : loop.perform(in: modes, work)
         }
 
-        /// Queues `work` on `loop` for a pass in `mode` unless stopping began; answers whether it did.
-        @inline(__always)
-        func admit(_ work: @escaping @Sendable () -> Void, in mode: Loop.Mode, on loop: Loop) -> Bool {
-            !isStopping && loop.perform(in: mode, work)
-        }
-
-        /// Queues `work` on `loop` for a pass in the default mode unless stopping began; answers whether it did.
-        @inline(__always)
-        func admit(_ work: @escaping @Sendable () -> Void, on loop: Loop) -> Bool {
-            !isStopping && loop.perform(work)
-        }
-
         /// Closes admission and asks the worker's loop to stop; answers whether this call began the stop.
         @discardableResult
         func requestStop() -> Bool {

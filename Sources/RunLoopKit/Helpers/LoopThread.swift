@@ -9,11 +9,11 @@ import Synchronization
 /// signals keeps its default mode from being empty, so it never busy-waits and never exits on its own.
 ///
 /// Threading: every method is safe from any thread, the worker's own included. Work runs on the worker, in the
-/// order it was submitted (per submitting thread, as for ``Loop/perform(in:_:)-(Mode,_)``).
+/// order it was submitted (per submitting thread, as for ``Loop/perform(in:_:file:line:)-(Mode,_,_,_)``).
 ///
 /// Stopping: blocks already accepted when ``stop()`` begins still run, each in a pass of a mode it was queued
 /// for; then the thread exits. Work submitted once the stop began is refused, never dropped silently: `perform`
-/// answers `false` (as ``Loop/perform(in:_:)-(Mode,_)`` does for a loop whose thread exited), and the calls that wait for a
+/// answers `false` (as ``Loop/perform(in:_:file:line:)-(Mode,_,_,_)`` does for a loop whose thread exited), and the calls that wait for a
 /// result (`performAndWait`, `run`) throw ``LoopError/Code/threadStopped``. Dropping the last reference stops and
 /// joins the thread too.
 ///
@@ -131,35 +131,50 @@ public final class LoopThread: Sendable {
     ///   - mode: The mode whose pass runs the block. The worker runs ``Loop/Mode/default``, so blocks for other
     ///     modes wait for a nested run of their mode (or for the drain at stop).
     ///   - work: The block; it runs on the worker's thread.
+    ///   - file: Where the work is queued, for the flight recorder (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``);
+    ///     leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     /// - Returns: `false` once ``stop()`` has begun (or in the child of a `fork()`, see ``isStopped``): the block was
     ///   refused and will never run. `true`: it runs exactly once.
     @inlinable @discardableResult
-    public func perform(in mode: Loop.Mode = .default, _ work: @escaping @Sendable () -> Void) -> Bool {
+    public func perform(
+        in mode: Loop.Mode = .default, _ work: @escaping @Sendable () -> Void, file: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Bool {
         // Inlined where it is called, so `worker.perform { … }` is known at compile time to need no mode.
-        mode.name == Loop.Mode.default.name ? admitToDefaultMode(work) : admit(work, in: mode)
+        mode.name == Loop.Mode.default.name
+            ? admitToDefaultMode(work, file: file, line: line) : admit(work, in: mode, file: file, line: line)
     }
 
-    /// ``perform(in:_:)-(Loop.Mode,_)`` in the default mode.
+    /// ``perform(in:_:file:line:)-(Loop.Mode,_,_,_)`` in the default mode.
     @usableFromInline
-    func admitToDefaultMode(_ work: @escaping @Sendable () -> Void) -> Bool {
-        worker.admit(work, on: loop)
+    func admitToDefaultMode(_ work: @escaping @Sendable () -> Void, file: StaticString, line: UInt) -> Bool {
+        !worker.isStopping && loop.perform(work, file: file, line: line)
     }
 
-    /// ``perform(in:_:)-(Loop.Mode,_)`` in another mode.
+    /// ``perform(in:_:file:line:)-(Loop.Mode,_,_,_)`` in another mode.
     @usableFromInline
-    func admit(_ work: @escaping @Sendable () -> Void, in mode: Loop.Mode) -> Bool {
-        worker.admit(work, in: mode, on: loop)
+    func admit(_ work: @escaping @Sendable () -> Void, in mode: Loop.Mode, file: StaticString, line: UInt) -> Bool {
+        !worker.isStopping && loop.perform(in: mode, work, file: file, line: line)
     }
 
     /// Queues a call of `function(argument)` on the worker, at the next block point of a pass in the default mode:
-    /// the allocation-free post (``Loop/perform(in:with:_:)``: a C function pointer that captures nothing, and one word
+    /// the allocation-free post (``Loop/perform(in:with:_:file:line:)``: a C function pointer that captures nothing, and one word
     /// of data). Safe from any thread.
     ///
+    /// - Parameters:
+    ///   - argument: The word `function` is called with.
+    ///   - function: The function to call.
+    ///   - file: Where the work is queued, for the flight recorder (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``);
+    ///     leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     /// - Returns: `false` once ``stop()`` has begun (or in the child of a `fork()`, see ``isStopped``): the call was
     ///   refused and will never happen.
     @discardableResult
-    public func perform(with argument: Int, _ function: @convention(c) (Int) -> Void) -> Bool {
-        !worker.isStopping && loop.perform(with: argument, function)
+    public func perform(
+        with argument: Int, _ function: @convention(c) (Int) -> Void, file: StaticString = #fileID, line: UInt = #line
+    ) -> Bool {
+        !worker.isStopping && loop.perform(with: argument, function, file: file, line: line)
     }
 
     /// Queues `work` to run once on the worker, at the next block point of a pass in any of `modes`: use it for
@@ -171,11 +186,21 @@ public final class LoopThread: Sendable {
     ///     The drain at stop runs it in the default mode if it names it (or `.common`), else in its first mode by
     ///     name.
     ///   - work: The block; it runs on the worker's thread.
+    ///   - file: Where the work is queued, for the flight recorder (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``);
+    ///     leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     /// - Returns: `false` when `modes` is empty (a block for no mode could never run) or once ``stop()`` has
     ///   begun (or in the child of a `fork()`, see ``isStopped``): the block was refused and will never run.
     @discardableResult
-    public func perform(in modes: [Loop.Mode], _ work: @escaping @Sendable () -> Void) -> Bool {
-        worker.admit(work, in: modes, on: loop)
+    public func perform(
+        in modes: [Loop.Mode], _ work: @escaping @Sendable () -> Void, file: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Bool {
+        guard !worker.isStopping, !modes.isEmpty else { return false }
+        // One mode keeps the core's single-mode fast path (no array to search in each pass).
+        return modes.count == 1
+            ? loop.perform(in: modes[0], work, file: file, line: line)
+            : loop.perform(in: modes, work, file: file, line: line)
     }
 
     /// Runs `work` on the worker and waits for it, returning its value or rethrowing its error.

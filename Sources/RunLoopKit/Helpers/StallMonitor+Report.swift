@@ -19,6 +19,16 @@ extension StallMonitor {
         public let duration: Duration
         /// The monitor's threshold.
         public let threshold: Duration
+        /// The watched loop's flight recording, copied when the stall was reported: its last passes, the stalled one
+        /// last (in progress, with the callout that is stuck still running); `nil` when the loop's flight recorder
+        /// was never enabled (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``).
+        public let recording: Loop.FlightRecording?
+
+        /// The longest callouts of the stalled pass, longest first (at most 3): what the loop was doing. Empty
+        /// without a ``recording``, or when the stalled pass made no callout (a stall in the loop itself).
+        public var longestCallouts: [Loop.FlightRecording.Callout] {
+            recording?.longestCallouts(ofLastPass: 3) ?? []
+        }
 
         /// Creates a report. Made by the monitor only, so the type can gain fields without breaking code that
         /// reads it.
@@ -29,7 +39,8 @@ extension StallMonitor {
             mode: Loop.Mode?,
             since: Loop.Instant,
             duration: Duration,
-            threshold: Duration
+            threshold: Duration,
+            recording: Loop.FlightRecording? = nil
         ) {
             self.threadID = threadID
             self.threadName = threadName
@@ -38,15 +49,18 @@ extension StallMonitor {
             self.since = since
             self.duration = duration
             self.threshold = threshold
+            self.recording = recording
         }
 
         /// One line, e.g. `RunLoopKit stall: loop of thread 4242 "main" busy for 301.2 ms after afterWaiting in
-        /// mode default (threshold 50.0 ms)`.
+        /// mode default (threshold 50.0 ms)`; with a ``recording``, followed by the longest callout of the stalled
+        /// pass, e.g. `; longest callout: block performed at App/Worker.swift:42 ran 298.7 ms (still running)`.
         public var description: String {
             var text = "RunLoopKit stall: loop of thread \(threadID)"
             if let threadName { text += " \"\(threadName)\"" }
             text += " busy for \(Self.milliseconds(duration)) after \(activity)"
             text += " in mode \(mode.map(\.name) ?? "(none)") (threshold \(Self.milliseconds(threshold)))"
+            if let longest = longestCallouts.first { text += "; longest callout: \(longest)" }
             return text
         }
 

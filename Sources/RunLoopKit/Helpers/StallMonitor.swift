@@ -10,6 +10,10 @@ import RunLoopKitSystem
 /// at all, is never stalled. A stall is reported once, while it is still going on, when `consecutiveChecks`
 /// checks in a row found the loop busy in the same activity and it has lasted at least `threshold`.
 ///
+/// With the loop's flight recorder on (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``), each report carries
+/// the recorded passes (``Report/recording``) and names the longest callouts of the stalled pass: "the block
+/// performed at Worker.swift:42 ran 78 ms", not only "busy for 80 ms".
+///
 /// Threading: create and stop it from any thread. The handler runs on the watchdog thread, never on the watched
 /// loop (which is stuck). Stop the monitor when done: releasing it also stops it.
 public final class StallMonitor: Sendable {
@@ -79,7 +83,8 @@ public final class StallMonitor: Sendable {
                     mode: loop.currentMode,
                     since: beat.since,
                     duration: duration,
-                    threshold: threshold
+                    threshold: threshold,
+                    recording: loop.flightRecording()
                 )
             )
         }

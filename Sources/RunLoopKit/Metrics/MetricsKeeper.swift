@@ -27,6 +27,18 @@ final class MetricsKeeper: @unchecked Sendable {  // Unchecked: `tally` and `pas
     @exclusivity(unchecked) var tally = MetricsTally()
     /// The handler called at the end of every pass (``Loop/reportPasses(to:)``). Loop thread only.
     @exclusivity(unchecked) var passReporter = PassReporter()
+    /// The flight recorder the loop writes, `nil` while it is off (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``).
+    /// Loop thread only: each callout tests it. Unmanaged, so a callout neither retains nor releases it:
+    /// ``heldRecorder`` holds it.
+    @exclusivity(unchecked) var flightRecorder: Unmanaged<FlightRecorder>?
+    /// The last recorder enabled, kept when it is disabled: the passes and callouts it began are ended in it. Loop
+    /// thread only; unmanaged too.
+    @exclusivity(unchecked) var endingRecorder: Unmanaged<FlightRecorder>?
+    /// The strong reference behind the two above. Loop thread only.
+    @exclusivity(unchecked) var heldRecorder: FlightRecorder?
+    /// The recorder readers copy from: the last one enabled, kept after it is disabled. Any thread, under its lock,
+    /// which only readers and enabling take (never the loop's passes).
+    let recorderForReaders = Locked<FlightRecorder?>(nil)
     /// The loop's virtual clock, which the time figures follow, if it runs on virtual time.
     let virtualClock: Loop.VirtualClock?
 

@@ -50,6 +50,10 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
     /// activity), lower orders are handled first, equal orders in the order they came. A timer keeps its order for
     /// CF parity and descriptions only: like CF, timers fire by fire time.
     public let order: Int
+    /// The address of the `#fileID` literal of the place the item was made (its initialiser's `file`), 0 if none; its
+    /// line is ``callSiteLine``. Kept apart and packed only when a flight recorder reads them (``callSite``): an
+    /// item's making pays two stores.
+    final let callSiteFile: UInt
 
     // The one-byte fields, together, so the item has no padding between words.
     /// Which of the four kinds of item this is, so the loop's generic entry points dispatch with a load and a branch.
@@ -66,16 +70,23 @@ open class LoopItem: @unchecked Sendable {  // Unchecked: mutable fields are loo
     private let commonFlag = Atomic<Bool>(false)
     /// Whether the item keeps runs of its modes going, as asked from any thread (``LoopEventItem/keepsRunAlive``).
     let keepsRunAliveRequested = Atomic<Bool>(true)
+    /// The line of the place the item was made, at most 65,535 (in the bytes the one-byte fields leave free).
+    final let callSiteLine: UInt16
 
     /// The kinds of item; a ``DescriptorBackedSource`` of any subclass is a `descriptor`.
     enum Kind: UInt8 {
         case source, descriptor, timer, observer
     }
 
-    @inline(__always) init(kind: Kind, order: Int) {
+    @inline(__always) init(kind: Kind, order: Int, file: StaticString, line: UInt) {
         self.kind = kind
         self.order = order
+        self.callSiteFile = file.hasPointerRepresentation ? UInt(bitPattern: file.utf8Start) : 0
+        self.callSiteLine = line > 0xFFFF ? 0xFFFF : UInt16(truncatingIfNeeded: line)
     }
+
+    /// Where the item was made, for the flight recorder. Any thread (both parts are set once, at birth).
+    final var callSite: CallSite { CallSite(address: callSiteFile, line: callSiteLine) }
 
     /// Whether the item can still be added to a loop and called: false once it was invalidated, and for a one-shot
     /// ``LoopTimer`` from the moment it fired until ``LoopTimer/setNextFireTime(_:)`` re-arms it. Safe from any thread.

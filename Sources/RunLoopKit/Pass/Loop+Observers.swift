@@ -19,7 +19,9 @@ extension Loop {
             guard observer.isValid, !observer.isFiring else { continue }
             observer.isFiring = true
             MetricsKeeper.bump(metricsKeeper.observerCalls)
+            let token = recordCalloutStart(.observer, of: observer)
             observer.handler(observer, activity)
+            recordCalloutEnd(token)
             observer.isFiring = false
             if !observer.repeats { observer.invalidate() }
         }

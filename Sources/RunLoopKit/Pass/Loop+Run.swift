@@ -121,6 +121,7 @@ extension Loop {
         while true {
             applyChanges()
             let mark = markPass(startedAt: passStart)
+            let recorded = recordPassStart(passStart)
             notifyObservers(.beforeTimers)
             notifyObservers(.beforeSources)
             runBlocks()
@@ -136,6 +137,7 @@ extension Loop {
             runBlocks()
 
             let passEnd = clockNow()
+            recordPassEnd(recorded, endedAt: passEnd)
             endPass(mark, endedAt: passEnd)
 
             if handledSource && returnAfterSourceHandled { return .handledSource }

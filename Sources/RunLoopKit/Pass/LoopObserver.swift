@@ -23,16 +23,21 @@ public final class LoopObserver: LoopItem, @unchecked Sendable {  // Unchecked: 
     ///   - repeats: `false` for an observer that is invalidated after its first call.
     ///   - order: Lower orders are called first. Default 0.
     ///   - handler: Called on the loop's thread with the observer and the activity being observed.
+    ///   - file: Where the observer is made, for the flight recorder (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``);
+    ///     leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     public init(
         activities: Loop.Activity,
         repeats: Bool = true,
         order: Int = 0,
-        handler: @escaping @Sendable (LoopObserver, Loop.Activity) -> Void
+        handler: @escaping @Sendable (LoopObserver, Loop.Activity) -> Void,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) {
         self.activities = activities
         self.repeats = repeats
         self.handler = handler
-        super.init(kind: .observer, order: order)
+        super.init(kind: .observer, order: order, file: file, line: line)
     }
 
 }

@@ -75,7 +75,7 @@ extension Loop {
     /// ``schedule(at:tolerance:in:_:)`` in every other respect: same order, errors and cancelling. Safe from any
     /// thread.
     ///
-    /// The allocation-free form, as ``perform(in:with:_:)`` is for blocks: a closure that captures anything has a
+    /// The allocation-free form, as ``perform(in:with:_:file:line:)`` is for blocks: a closure that captures anything has a
     /// context that is allocated when it is scheduled and freed when it ran (most of what scheduling costs); a C
     /// function pointer captures nothing (the compiler refuses a closure that would), and `argument` is one word
     /// the loop keeps in the callback's slot: an index into a table of yours, or the bits of an `Unmanaged`

@@ -221,7 +221,9 @@ extension Loop {
         if timer.appliedRateLimiter != nil && rateLimitHoldsBack(timer) { return }
         timer.state = .firing
         MetricsKeeper.bump(metricsKeeper.timersFired)
+        let token = recordCalloutStart(.timer, of: timer)
         timer.handler(timer)
+        recordCalloutEnd(token)
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
         if !timer.repeats {
             timer.state = .idle
@@ -240,7 +242,9 @@ extension Loop {
         guard let slot = timerTable.takeForFiring(entry, callback: &callback) else { return }
         callbackEnded(slot)
         MetricsKeeper.bump(metricsKeeper.callbacksRun)
+        let token = recordCalloutStart(.callback, .unknown)
         callback.run()
+        recordCalloutEnd(token)
     }
 
     /// The first time on `fired + k * interval` (k >= 1) that is later than now: missed fire times are skipped.

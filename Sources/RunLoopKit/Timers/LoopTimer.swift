@@ -74,6 +74,9 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {
     ///   - tolerance: How late the timer may fire; `nil` (the default) for none, as Swift's `Clock.sleep` takes it.
     ///   - order: Shown in descriptions; does not affect firing order (as in CF).
     ///   - handler: Called on the loop's thread with the timer.
+    ///   - file: Where the timer is made, for the flight recorder (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``);
+    ///     leave the default, the caller's `#fileID`.
+    ///   - line: The line of that place; leave the default.
     /// - Throws: ``LoopError/Code/invalidInterval`` for an interval that is zero, negative or above
     ///   ``maximumInterval``; ``LoopError/Code/invalidTolerance`` for a negative or too large tolerance.
     public init(
@@ -81,7 +84,9 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {
         repeating interval: Duration? = nil,
         tolerance: Duration? = nil,
         order: Int = 0,
-        handler: consuming @escaping @Sendable (LoopTimer) -> Void
+        handler: consuming @escaping @Sendable (LoopTimer) -> Void,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) throws(LoopError) {
         var intervalNanoseconds: Int64 = 0
         if let interval {
@@ -97,25 +102,30 @@ public final class LoopTimer: LoopItem, LoopEventItem, @unchecked Sendable {
         self.intervalNanoseconds = intervalNanoseconds
         self.toleranceNanoseconds = toleranceNanoseconds
         self.fireTimeStorage = Atomic(fireTime.nanoseconds)
-        super.init(kind: .timer, order: order)
+        super.init(kind: .timer, order: order, file: file, line: line)
     }
 
     /// Creates a timer that first fires `delay` from now, as ``Loop/Instant/now`` reads it on the calling thread (the
-    /// thread's loop's time when that loop is on virtual time); see ``init(at:repeating:tolerance:order:handler:)``.
-    /// For a loop on virtual time, from another thread: `LoopTimer(at: loop.now + delay)`.
+    /// thread's loop's time when that loop is on virtual time); see
+    /// ``init(at:repeating:tolerance:order:handler:file:line:)``. For a loop on virtual time, from another thread:
+    /// `LoopTimer(at: loop.now + delay)`.
     public convenience init(
         after delay: Duration,
         repeating interval: Duration? = nil,
         tolerance: Duration? = nil,
         order: Int = 0,
-        handler: consuming @escaping @Sendable (LoopTimer) -> Void
+        handler: consuming @escaping @Sendable (LoopTimer) -> Void,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) throws(LoopError) {
         try self.init(
             at: .now + delay,
             repeating: interval,
             tolerance: tolerance,
             order: order,
-            handler: handler
+            handler: handler,
+            file: file,
+            line: line
         )
     }
 
