@@ -108,6 +108,8 @@ extension Loop {
     /// - Parameters:
     ///   - start: The clock's first reading. Default: 0 ns, so instants in a test read as offsets from its start.
     ///   - advancesWhenIdle: ``advancesWhenIdle``: `true` (default) lets runs move the clock when durably idle.
+    ///   - body: The test, given the virtual loop, which is the calling thread's loop while it runs.
+    /// - Returns: What `body` returned.
     public static func withVirtualTime<Result, Failure: Error>(
         startingAt start: Instant = Instant(nanoseconds: 0),
         advancesWhenIdle: Bool = true,
