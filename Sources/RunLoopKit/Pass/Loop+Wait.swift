@@ -13,13 +13,9 @@ extension Loop {
     /// ``waitForEventsVirtually(_:poll:)`` instead: the one test a real loop pays for it here.
     func waitForEvents(poll: Bool) -> Int {
         if let virtual = control.virtualClock { return waitForEventsVirtually(virtual, poll: poll) }
-        if !poll { notifyObservers(.beforeWaiting) }
+        let state = beginWaiting(poll: poll)
         var block = !poll
-        if block, let state = runStack.mode {
-            // A host's pass or run nested in a handler of this run left the main queue to the host: watch it again.
-            if mainQueue.descriptor == nil && servesMainQueue(in: state) { attachMainQueue() }
-            block = announceSleep(in: state) && armTimer(until: runStack.deadline)
-        }
+        if let state { block = announceSleep(in: state) && armTimer(until: runStack.deadline) }
         let buffer = scratch.eventBuffer(depth: runStack.depth)
         if block {
             metricsBeginSleep()
@@ -27,11 +23,33 @@ extension Loop {
         }
         let count = blockingWait(into: buffer, block: block)
         if block { metricsEndSleep() }
+        return endWaiting(events: count, in: buffer, slept: block, poll: poll)
+    }
+
+    /// Step 6's start, the same on either clock: beforeWaiting (unless the loop only polls), and the main queue
+    /// watched again if a host's pass or run nested in a handler of this run left it to the host. Answers the running
+    /// mode's state when the loop may sleep, `nil` when it only polls.
+    @inline(__always)
+    private func beginWaiting(poll: Bool) -> ModeState? {
+        guard !poll else { return nil }
+        notifyObservers(.beforeWaiting)
+        guard let state = runStack.mode else { return nil }
+        if mainQueue.descriptor == nil && servesMainQueue(in: state) { attachMainQueue() }
+        return state
+    }
+
+    /// Step 8, the same on either clock: notes main-queue work among the `count` events in `buffer`, ends the
+    /// sleep's announcement, forgets a wake-up request the sleep answered (`slept`), and tells the observers
+    /// afterWaiting (unless the loop only polled). Answers `count`.
+    @inline(__always)
+    private func endWaiting(
+        events count: Int, in buffer: UnsafeMutableBufferPointer<epoll_event>, slept: Bool, poll: Bool
+    ) -> Int {
         for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
             mainQueue.hasWork = true
         }
         poller.finishWaiting()
-        if block { control.wakeRequested.store(false, ordering: .relaxed) }
+        if slept { control.wakeRequested.store(false, ordering: .relaxed) }
         if !poll { notifyObservers(.afterWaiting) }
         return count
     }
@@ -68,25 +86,16 @@ extension Loop {
     /// polls where a real one would sleep; ``settleVirtualClock(_:events:into:)`` then moves the clock or sleeps.
     @inline(never)
     private func waitForEventsVirtually(_ virtual: VirtualClock, poll: Bool) -> Int {
-        if !poll { notifyObservers(.beforeWaiting) }
         virtual.idleTarget.store(.min, ordering: .relaxed)
-        if !poll, let state = runStack.mode {
-            if mainQueue.descriptor == nil && servesMainQueue(in: state) { attachMainQueue() }
-            // Unless a timer is due already, where the clock goes if the poll finds the loop durably idle.
-            if announceSleep(in: state) && timerTable.firstFireTime > virtual.now {
-                let wakeTime = min(timerTable.firstLatestFireTime ?? .max, runStack.deadline)
-                virtual.idleTarget.store(wakeTime, ordering: .relaxed)
-            }
+        // Unless a timer is due already, where the clock goes if the poll finds the loop durably idle.
+        if let state = beginWaiting(poll: poll), announceSleep(in: state), timerTable.firstFireTime > virtual.now {
+            let wakeTime = min(timerTable.firstLatestFireTime ?? .max, runStack.deadline)
+            virtual.idleTarget.store(wakeTime, ordering: .relaxed)
         }
         let buffer = scratch.eventBuffer(depth: runStack.depth)
         var count = blockingWait(into: buffer, block: false)
         if !poll { count = settleVirtualClock(virtual, events: count, into: buffer) }
-        for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
-            mainQueue.hasWork = true
-        }
-        poller.finishWaiting()
-        if !poll { notifyObservers(.afterWaiting) }
-        return count
+        return endWaiting(events: count, in: buffer, slept: false, poll: poll)
     }
 
     /// What a loop on virtual time does where a real one sleeps, after the poll that replaced the sleep found `events`
@@ -110,12 +119,14 @@ extension Loop {
                 // Nothing could ever be due, or time is moved by hand: only a descriptor or another thread helps.
                 virtual.sawIdle.store(false, ordering: .relaxed)
                 metricsBeginSleep()
+                inbox.segments.noteSleep()
                 let count = blockingWait(into: buffer, block: true)
                 metricsEndSleep()
                 control.wakeRequested.store(false, ordering: .relaxed)
                 return count
             }
             metricsBeginSleep()
+            inbox.segments.noteSleep()  // A jump of the clock is this loop's sleep: the pool sheds as a real one's.
             virtual.nanoseconds.store(target, ordering: .relaxed)
             metricsEndSleep()
         }

@@ -69,4 +69,24 @@ import Testing
                 worker.loop.inbox.segments.keptCount <= BlockSegmentPool.minimumKept
             }, "kept \(worker.loop.inbox.segments.keptCount) segments after the backlog")
     }
+
+    /// A loop on virtual time never sleeps in `epoll_wait` while its clock can jump: each jump is its sleep, and the
+    /// pool sheds after a backlog as a real loop's does.
+    @Test func aVirtualLoopShedsABacklogsSegmentsAsItsClockJumps() throws {
+        try Loop.withVirtualTime { loop in
+            let ran = Atomic<Int>(0)
+            let backlog = 30_000
+            for _ in 0..<backlog { loop.perform { ran.add(1, ordering: .relaxed) } }
+            try loop.runUntilIdle()
+            #expect(ran.load(ordering: .relaxed) == backlog)
+            #expect(loop.inbox.segments.keptCount > 50, "the backlog's segments were not kept")
+            let ticker = try LoopTimer(after: .seconds(1), repeating: .seconds(1)) { _ in }
+            try loop.add(ticker)
+            try loop.advance(by: .seconds(2_000))
+            ticker.invalidate()
+            #expect(
+                loop.inbox.segments.keptCount <= BlockSegmentPool.minimumKept,
+                "kept \(loop.inbox.segments.keptCount) segments after 2,000 jumps of the clock")
+        }
+    }
 }
