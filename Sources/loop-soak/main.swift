@@ -1,6 +1,6 @@
 import Glibc
 
-// loop-soak [--seconds N] [--load K] [--warmup S] [--seed N]: runs every kind of RunLoopKit item, cross-thread traffic
+// loop-soak [--seconds N] [--load K] [--warmup S] [--seed N] (loop-soak --help for the rest): runs every kind of RunLoopKit item, cross-thread traffic
 // and LoopThread churn for N seconds under K busy threads, then prints a report and exits 0 if every check passed,
 // 1 if one failed (Docs/Reliability.md, "Soak"). scripts/check/soak.sh builds and runs it.
 //
@@ -14,5 +14,8 @@ do {
 } catch {
     StandardError.print("\(error)")
     exit(2)
+}
+if let path = options.judgedSamplesPath {
+    exit(SamplesJudgement.judge(path: path) ? 0 : 1)
 }
 exit(Soak(options: options).run() ? 0 : 1)

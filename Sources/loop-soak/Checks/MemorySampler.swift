@@ -39,6 +39,11 @@ struct MemorySampler {
         samples.reserveCapacity(seconds + 1)
     }
 
+    /// Adds a sample taken earlier (read back from a samples file).
+    mutating func append(_ sample: Sample) {
+        samples.append(sample)
+    }
+
     /// Takes a sample at `second` of the run; answers it.
     @discardableResult
     mutating func sample(at second: Int) -> Sample {

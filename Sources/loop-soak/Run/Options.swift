@@ -1,7 +1,7 @@
 import Glibc
 
 /// The command line: `loop-soak [--seconds N] [--load K] [--warmup S] [--seed N] [--only KIND,...] [--samples FILE]
-/// [--heap-reports DIR]`.
+/// [--heap-reports DIR]`, or `loop-soak --judge FILE`.
 struct Options {
     /// How long the traffic runs, warm-up included.
     var seconds = 30
@@ -18,6 +18,8 @@ struct Options {
     var heapReportsPath: String?
     /// The kinds of traffic to run (``Options/kinds``); every kind when `nil`.
     var only: Set<String>?
+    /// A samples file (``samplesPath``'s format) to judge instead of running, when given.
+    var judgedSamplesPath: String?
 
     /// The kinds of traffic `--only` can pick, in the order the soak starts them.
     static let kinds = [
@@ -32,6 +34,7 @@ struct Options {
     static let usage = """
         usage: loop-soak [--seconds N] [--load K] [--warmup S] [--seed N] [--only KIND,...] [--samples FILE]
                        [--heap-reports DIR]
+               loop-soak --judge FILE
           Runs every kind of RunLoopKit item, cross-thread traffic and LoopThread churn for N seconds under
           K busy threads, then checks exactly-once delivery, descriptor, thread and memory growth.
           --seconds N   how long the traffic runs, warm-up included (default 30, at least 10)
@@ -43,6 +46,8 @@ struct Options {
                         sources, descriptors, timers, callbacks, threads, async, helpers, signals, children
           --samples FILE  writes every memory sample, once a second: second, RSS bytes, malloc's bytes in use
           --heap-reports DIR  writes malloc_info's report (every arena) once a minute to DIR/heap-SECOND.xml
+          --judge FILE  runs nothing: judges the memory of an earlier run from the samples it wrote with --samples
+                        (its memory table, slopes and second half), as that run's report did
         Exit status: 0 every check passed, 1 a check failed, 2 bad arguments.
         """
 
@@ -97,6 +102,11 @@ struct Options {
                     throw UsageError("--heap-reports needs a directory\n\(Self.usage)")
                 }
                 heapReportsPath = path
+            case "--judge":
+                guard let path = remaining.popFirst(), !path.isEmpty else {
+                    throw UsageError("--judge needs a samples file\n\(Self.usage)")
+                }
+                judgedSamplesPath = path
             case "-h", "--help":
                 throw UsageError(Self.usage)
             default:

@@ -137,6 +137,20 @@ enum Report {
                 + "\(Format.mebibytes(figures.heapAtRest.afterWarmup, 3)) after the warm-up, "
                 + "\(Format.mebibytes(figures.heapAtRest.atEnd, 3)) at the end ("
                 + "\(Format.kibibytes(figures.heapAtRest.atEnd - figures.heapAtRest.afterWarmup)))")
+        let flatness = SecondHalfFlatness(
+            samples: memory.samples, seconds: figures.options.seconds, warmupSeconds: figures.options.warmupSeconds)
+        print(
+            "  second half: malloc in use "
+                + (flatness.isJudged
+                    ? "slope \(Format.mebibytesPerHour(flatness.slopePerHour)) over the last \(flatness.spanSeconds) s "
+                        + "(medians of \(flatness.blocks.count) blocks of \(SecondHalfFlatness.blockSeconds) s), "
+                        + "standard error \(Format.mebibytesPerHour(flatness.standardErrorPerHour))"
+                    : "not judged: \(flatness.blocks.count) blocks of \(SecondHalfFlatness.blockSeconds) s after half the "
+                        + "run (\(SecondHalfFlatness.minimumBlocks) needed, a run of about 40 minutes)"))
+        if figures.options.seconds >= 2 * MemoryTable.rowSeconds {
+            print()
+            MemoryTable.print(memory.samples)
+        }
         print()
 
         let violations = Violations.shared
@@ -163,6 +177,13 @@ enum Report {
                         ? ""
                         : ": not judged, \(memory.sampledSeconds) s of samples (\(MemorySampler.minimumSampledSeconds) s needed)"),
                 memory.isWithinBudget || !memory.isLongEnough
+            ),
+            (
+                "memory: malloc in use flat in the second half (slope at most "
+                    + "\(Format.mebibytesPerHour(flatness.limitPerHour)): \(Int(SecondHalfFlatness.errorsAllowed)) "
+                    + "standard errors, or \(Format.mebibytesPerHour(SecondHalfFlatness.floorPerHour)) if larger)"
+                    + (flatness.isJudged ? "" : ": not judged, the run is too short"),
+                flatness.isFlat
             ),
         ]
         for (check, passed) in checks {
