@@ -9,13 +9,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."  # The repository root: every script runs from there (scripts/README.md).
 model="$PWD/Sources/RunLoopKit/Pass/WakeUpHandshake.pml"
 
-if ! command -v spin >/dev/null 2>&1; then
-    if [[ $(id -u) == 0 ]]; then
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin) >/dev/null
-    else
-        (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin) >/dev/null
-    fi
-fi
+source scripts/check/lib/apt.sh  # apt_install
+command -v spin >/dev/null 2>&1 || apt_install spin
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

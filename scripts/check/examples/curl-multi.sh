@@ -11,15 +11,11 @@ if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 
-# install PACKAGE... : Debian's packages, with sudo where not root.
-install() {
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@") >/dev/null \
-        || { sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; } >/dev/null
-}
+source "$PWD/scripts/check/lib/apt.sh"  # apt_install
 missing=()
 pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
-if ((${#missing[@]} > 0)); then install "${missing[@]}"; fi
+if ((${#missing[@]} > 0)); then apt_install "${missing[@]}"; fi
 
 # One scratch path for every example (scripts/check/examples.sh runs them all), so RunLoopKit is built once; it comes
 # in by path, so plan afresh each time (a cached build plan misses files added to it).

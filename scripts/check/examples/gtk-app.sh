@@ -14,17 +14,13 @@ if ! command -v swift >/dev/null 2>&1 && [[ -d /opt/swift/usr/bin ]]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 
-# install PACKAGE... : Debian's packages, with sudo where not root.
-install() {
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@") >/dev/null \
-        || { sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; } >/dev/null
-}
+source "$PWD/scripts/check/lib/apt.sh"  # apt_install
 missing=()
 pkg-config --exists gtk4 2>/dev/null || missing+=(libgtk-4-dev)
 command -v xvfb-run >/dev/null 2>&1 || missing+=(xvfb xauth)
 command -v dbus-run-session >/dev/null 2>&1 || missing+=(dbus)
 command -v import >/dev/null 2>&1 && command -v identify >/dev/null 2>&1 || missing+=(imagemagick)
-if ((${#missing[@]} > 0)); then install "${missing[@]}"; fi
+if ((${#missing[@]} > 0)); then apt_install "${missing[@]}"; fi
 
 seconds=5
 # One scratch path for every example (scripts/check/examples.sh runs them all), so RunLoopKit is built once; it comes
