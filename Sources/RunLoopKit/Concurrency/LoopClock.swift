@@ -4,7 +4,7 @@
 ///
 /// Its instants are ``Loop/Instant``: `CLOCK_MONOTONIC`, the clock of every loop deadline, which does not advance
 /// while the machine is suspended and which wall-clock changes never move; or, for a loop on virtual time
-/// (``Loop/isVirtual``), that loop's clock, so a sleep ends when the loop's time reaches it (Docs/Testing.md). A sleep is a one-shot
+/// (``Loop/isVirtual``), that loop's clock, so a sleep ends when the loop's time reaches it (Docs/TestingAndDiagnosing.md). A sleep is a one-shot
 /// ``LoopTimer`` added to ``mode`` of ``loop``: it ends when that timer
 /// fires in a pass of the mode, so a loop that is not running, or runs another mode, delays it. A cancelled sleep
 /// removes its timer at once and throws `CancellationError`. The task resumes on its own executor afterwards (a

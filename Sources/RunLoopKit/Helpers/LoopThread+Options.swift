@@ -39,7 +39,7 @@ extension LoopThread {
         /// Whether the worker's loop runs on virtual time (``Loop/isVirtual``), for tests: its clock starts at 0 ns
         /// and moves when the loop is durably idle (``Loop/advancesWhenIdle``) or when a block on the thread calls
         /// ``Loop/advance(by:in:)``. Default `false`. Code on the thread reads the loop's time with
-        /// ``Loop/Instant/now``; other threads read ``Loop/now`` (Docs/Testing.md).
+        /// ``Loop/Instant/now``; other threads read ``Loop/now`` (Docs/TestingAndDiagnosing.md).
         public var virtualTime = false
 
         /// Options for a worker thread; the defaults make it as ``LoopThread/init(name:options:)`` always did.

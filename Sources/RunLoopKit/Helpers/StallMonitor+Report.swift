@@ -13,7 +13,7 @@ extension StallMonitor {
         public let activity: Loop.Activity
         /// The mode the loop was running when the stall was reported.
         public let mode: Loop.Mode?
-        /// When the loop entered ``activity`` (on the monotonic clock).
+        /// When the loop entered ``activity``, on the loop's clock (``Loop/now``: virtual on a loop on virtual time).
         public let since: Loop.Instant
         /// How long the loop had been stuck when the stall was reported; at least the threshold.
         public let duration: Duration

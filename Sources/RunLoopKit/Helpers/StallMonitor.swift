@@ -3,9 +3,9 @@ import RunLoopKitSystem
 /// A watchdog that reports when a loop stays busy, without going back to sleep, for longer than a threshold:
 /// the main-thread hang monitor known from Apple platforms, built on observers and a ``LoopThread``.
 ///
-/// Observers on the watched loop store its activity and a monotonic time stamp in one atomic word each time it
-/// changes (the watched loop's whole cost: no lock, no allocation). A watchdog thread checks that word every
-/// `threshold / consecutiveChecks`. The loop counts as *busy* from ``Loop/Activity/afterWaiting`` (or the start
+/// Observers on the watched loop store its activity and a time stamp on its clock (``Loop/now``) in one atomic word
+/// each time it changes (the watched loop's whole cost: no lock, no allocation). A watchdog thread checks that word
+/// every `threshold / consecutiveChecks`. The loop counts as *busy* from ``Loop/Activity/afterWaiting`` (or the start
 /// of a pass or run) until the next ``Loop/Activity/beforeWaiting``; a loop asleep in `epoll_wait`, or not running
 /// at all, is never stalled. A stall is reported once, while it is still going on, when `consecutiveChecks`
 /// checks in a row found the loop busy in the same activity and it has lasted at least `threshold`.
@@ -13,6 +13,9 @@ import RunLoopKitSystem
 /// With the loop's flight recorder on (``Loop/enableFlightRecorder(passes:calloutsPerPass:)``), each report carries
 /// the recorded passes (``Report/recording``) and names the longest callouts of the stalled pass: "the block
 /// performed at Worker.swift:42 ran 78 ms", not only "busy for 80 ms".
+///
+/// On a loop on virtual time the busy stretch is judged on the virtual clock, which stands still while callouts run:
+/// a callout's real duration is no stall there, so a slow machine cannot make a test's report come and go.
 ///
 /// Threading: create and stop it from any thread. The handler runs on the watchdog thread, never on the watched
 /// loop (which is stuck). Stop the monitor when done: releasing it also stops it.

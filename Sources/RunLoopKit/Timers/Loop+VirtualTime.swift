@@ -1,7 +1,7 @@
 import RunLoopKitSystem
 
 /// Virtual time, for tests: a loop whose clock moves only when it is durably idle or told to, so code with 30 s
-/// back-offs and 5-minute watchdogs runs in milliseconds, in the same order every time (Docs/Testing.md).
+/// back-offs and 5-minute watchdogs runs in milliseconds, in the same order every time (Docs/TestingAndDiagnosing.md).
 ///
 /// The choice is made once, when the loop is made: ``withVirtualTime(startingAt:advancesWhenIdle:_:)`` on the test's
 /// thread, or a ``LoopThread`` with ``LoopThread/Options/virtualTime``. ``main`` is never virtual.

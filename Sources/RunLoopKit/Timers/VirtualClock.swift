@@ -4,7 +4,7 @@ import Synchronization
 
 extension Loop {
     /// The time of a loop on virtual time (``Loop/isVirtual``): an instant that only the loop's thread moves, when the
-    /// loop is durably idle or asked to advance (Docs/Testing.md). A real-time loop has none and reads
+    /// loop is durably idle or asked to advance (Docs/TestingAndDiagnosing.md). A real-time loop has none and reads
     /// `CLOCK_MONOTONIC` directly.
     ///
     /// Threading: the time is read from any thread (``Loop/now``, ``Loop/Instant/now`` on the loop's thread); it is

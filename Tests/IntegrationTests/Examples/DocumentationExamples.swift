@@ -16,6 +16,9 @@ struct DocumentationExample: Sendable, CustomTestStringConvertible {
     /// Whether the block is a service (a ```` ```swift service ```` fence), which runs until it is told to stop: see
     /// `DocumentationExamplesTests.exerciseService`.
     var isService = false
+    /// The test file the block quotes (a ```` ```swift file=Tests/… ```` fence), relative to the package's root, or
+    /// `nil`: such a block is no program but a copy of a file `swift test` runs, which must match it byte for byte.
+    var quotedFile: String?
 
     var testDescription: String { "\(page) swift block \(index) (line \(line))" }
 
@@ -86,11 +89,21 @@ enum DocumentationExamples {
     }
 
     /// Every ```` ```swift ```` block of every page, but those that import a package RunLoopKit does not depend on
-    /// (see ``compiledElsewhere``).
+    /// (see ``compiledElsewhere``) and those that quote a test file (see ``quotations()``).
     static func all() throws -> [DocumentationExample] {
+        try everyBlock().filter { !$0.importsAPackageOfItsOwn && $0.quotedFile == nil }
+    }
+
+    /// Every ```` ```swift file=… ```` block of every page: a Swift Testing example, which cannot run as
+    /// `main.swift`, quoted from a test file that `swift test` runs (Tests/RunLoopKitTests/DocExamples/).
+    static func quotations() throws -> [DocumentationExample] {
+        try everyBlock().filter { $0.quotedFile != nil }
+    }
+
+    private static func everyBlock() throws -> [DocumentationExample] {
         try pages().flatMap { page in
             let text = try String(contentsOf: packageRoot.appendingPathComponent(page), encoding: .utf8)
-            return blocks(in: text, page: page).filter { !$0.importsAPackageOfItsOwn }
+            return blocks(in: text, page: page)
         }
     }
 
@@ -99,13 +112,13 @@ enum DocumentationExamples {
     /// scripts/check/lifecycle-check, a package of its own that depends on them, compiles them there and runs them.
     static let compiledElsewhere: Set<String> = ["ServiceLifecycle", "Metrics", "Logging"]
 
-    /// The ```` ```swift ```` blocks of `text`, and the ```` ```swift service ```` ones (a service the test stops with
-    /// SIGTERM). A fence may be indented (inside a list item); its block ends at the next line that is only
-    /// ```` ``` ````. A ```` ```swift gtk ```` block (a GTK app, which needs GTK's headers) is
-    /// not one of them: scripts/check/gtk-check.sh compiles and runs it, under Xvfb.
+    /// The ```` ```swift ```` blocks of `text`, the ```` ```swift service ```` ones (a service the test stops with
+    /// SIGTERM) and the ```` ```swift file=PATH ```` ones (a quoted test file). A fence may be indented (inside a list
+    /// item); its block ends at the next line that is only ```` ``` ````. A ```` ```swift gtk ```` block (a GTK app,
+    /// which needs GTK's headers) is not one of them: scripts/check/gtk-check.sh compiles and runs it, under Xvfb.
     static func blocks(in text: String, page: String) -> [DocumentationExample] {
         var examples: [DocumentationExample] = []
-        var open: (line: Int, indent: Int, isService: Bool, lines: [String])?
+        var open: (line: Int, indent: Int, isService: Bool, quotedFile: String?, lines: [String])?
         for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = String(rawLine)
             let trimmed = line.trimmingCharacters(in: .whitespaces)
@@ -115,7 +128,7 @@ enum DocumentationExamples {
                     examples.append(
                         DocumentationExample(
                             page: page, index: examples.count + 1, line: block.line, code: code,
-                            isService: block.isService))
+                            isService: block.isService, quotedFile: block.quotedFile))
                     open = nil
                 } else {
                     block.lines.append(String(line.dropFirst(min(block.indent, leadingSpaces(line)))))
@@ -123,7 +136,14 @@ enum DocumentationExamples {
                 }
             } else if trimmed == "```swift" || trimmed == "```swift service" {
                 let isService = trimmed.hasSuffix("service")
-                open = (line: offset + 2, indent: leadingSpaces(line), isService: isService, lines: [])
+                open = (
+                    line: offset + 2, indent: leadingSpaces(line), isService: isService, quotedFile: nil, lines: []
+                )
+            } else if trimmed.hasPrefix("```swift file=") {
+                let file = String(trimmed.dropFirst("```swift file=".count))
+                open = (
+                    line: offset + 2, indent: leadingSpaces(line), isService: false, quotedFile: file, lines: []
+                )
             }
         }
         return examples

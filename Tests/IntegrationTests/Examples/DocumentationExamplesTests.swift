@@ -14,6 +14,10 @@ import Testing
 /// sent one request, whose answer is checked, then SIGTERM: it must then exit 0, or be ended by that signal when it
 /// does not handle it (status 143); what it promises to print is checked after that.
 ///
+/// A ```` ```swift file=Tests/RunLoopKitTests/DocExamples/… ```` block (a Swift Testing example, which no `main.swift`
+/// can run) is not compiled here: it quotes a test file that `swift test` runs, and must equal that file byte for
+/// byte (``quotedTestFileMatchesThePage(_:)``).
+///
 /// Each block is compiled with `swiftc -swift-version 6` against the objects this build already made (no package
 /// of its own to resolve), at most two at a time, and run as a child process with a deadline.
 ///
@@ -143,6 +147,29 @@ import Testing
         return String(decoding: answer, as: UTF8.self)
     }
 
+    /// A block that quotes a test file is that file, byte for byte: the test that `swift test` runs is what the page
+    /// shows, so the page's example is compiled and run as a test.
+    @Test(arguments: try DocumentationExamples.quotations())
+    func quotedTestFileMatchesThePage(_ example: DocumentationExample) throws {
+        let file = try #require(example.quotedFile)
+        let url = DocumentationExamples.packageRoot.appendingPathComponent(file)
+        guard let contents = try? String(contentsOf: url, encoding: .utf8) else {
+            Issue.record("\(example.testDescription) quotes \(file), which cannot be read")
+            return
+        }
+        guard contents == example.code else {
+            let pageLines = example.code.split(separator: "\n", omittingEmptySubsequences: false)
+            let fileLines = contents.split(separator: "\n", omittingEmptySubsequences: false)
+            let first = zip(pageLines, fileLines).firstIndex { $0 != $1 } ?? min(pageLines.count, fileLines.count)
+            Issue.record(
+                """
+                \(example.testDescription) differs from \(file), which it quotes: first at the file's line \(first + 1) \
+                (the page's line \(example.line + first)); copy the file into the page's block
+                """)
+            return
+        }
+    }
+
     /// The extraction finds the blocks (so the test above cannot pass by finding none), and the pages of `Loop`,
     /// `LoopThread` and every item type show an example.
     @Test func thePagesHaveExamples() throws {
@@ -150,6 +177,8 @@ import Testing
         #expect(examples.contains { $0.page == "README.md" })
         #expect(examples.contains { $0.page.hasPrefix("Docs/") })
         #expect(examples.contains { $0.page == "Docs/Tutorial.md" && $0.isService }, "the tutorial's service")
+        let quotations = try DocumentationExamples.quotations()
+        #expect(quotations.contains { $0.page == "Docs/TestingAndDiagnosing.md" }, "the Swift Testing examples")
         let typePages = [
             ("RunLoopKit", "Loop"), ("RunLoopKit", "LoopThread"), ("RunLoopKit", "LoopSource"),
             ("RunLoopKit", "FileDescriptorSource"), ("RunLoopKit", "LoopTimer"), ("RunLoopKit", "LoopObserver"),
@@ -180,8 +209,15 @@ import Testing
             ```sh
             swift test
             ```
+
+            ```swift file=Tests/Some/QuotedTests.swift
+            @Test func quoted() {}
+            ```
             """
-        let blocks = DocumentationExamples.blocks(in: page, page: "page.md")
+        let found = DocumentationExamples.blocks(in: page, page: "page.md")
+        #expect(found.last?.quotedFile == "Tests/Some/QuotedTests.swift")
+        #expect(found.last?.code == "@Test func quoted() {}\n")
+        let blocks = found.filter { $0.quotedFile == nil }
         #expect(blocks.count == 2)
         #expect(blocks.first?.code == "print(\"one\")   // prints \"one\"\n")
         #expect(blocks.first?.line == 4)

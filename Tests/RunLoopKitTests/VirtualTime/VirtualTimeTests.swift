@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// A loop on virtual time: its timers, callbacks and deadlines follow its own clock, which moves when the loop is
-/// durably idle or when the test advances it (Docs/Testing.md). Nothing here reads the wall clock.
+/// durably idle or when the test advances it (Docs/TestingAndDiagnosing.md). Nothing here reads the wall clock.
 @Suite struct VirtualTimeTests {
     /// Seconds of virtual time since the loop's start (0 ns), for readable expectations.
     static func seconds(_ loop: Loop) -> Double { Double(loop.now.nanoseconds) / 1e9 }
