@@ -27,6 +27,7 @@ extension Loop {
         }
         let count = blockingWait(into: buffer, block: block)
         if block { metricsEndSleep() }
+        noteEventsReturned(count)
         for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
             mainQueue.hasWork = true
         }
@@ -81,6 +82,7 @@ extension Loop {
         let buffer = scratch.eventBuffer(depth: runStack.depth)
         var count = blockingWait(into: buffer, block: false)
         if !poll { count = settleVirtualClock(virtual, events: count, into: buffer) }
+        noteEventsReturned(count)
         for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
             mainQueue.hasWork = true
         }
