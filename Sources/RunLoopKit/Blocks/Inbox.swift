@@ -73,10 +73,15 @@ enum BlockWork {
 ///
 /// Not one enum of all three: copying a block costs a plain retain of the closure's context and a copy of plain
 /// words, without outlined switches over cases. The hot paths move blocks rather than copy them.
+///
+/// Room: 8 bytes of modes, 16 of closure, 25 of work (three words and the enum's tag), padded to a stride of 56.
+/// `postedAt` takes 4 of the 7 padding bytes, so it costs a block no room: keep it last and 32 bits wide.
 struct PendingBlock {
     let modes: BlockModes
     let closure: @Sendable () -> Void
     let work: BlockWork
+    /// When it was posted, for hand-over latencies (``Loop/stampForHandOver(_:)``); 0 when not stamped.
+    var postedAt: UInt32 = 0
 
     init(modes: BlockModes, closure: @escaping @Sendable () -> Void, site: CallSite = .unknown) {
         self.modes = modes

@@ -141,6 +141,7 @@ extension Loop {
             noteLocalWork()
             return true
         }
+        stampForHandOver(&block)
         switch inbox.post(block, isClosureBlock: true) {
         case .refused:  // The thread is exiting, or its LoopThread is stopping (``refuseBlocksForLoopThreadDrain()``).
             return false
@@ -245,11 +246,13 @@ extension Loop {
         switch block.work {
         case .closure(let site):
             MetricsKeeper.bump(metricsKeeper.blocksRun)
+            recordHandOver(.block, stamp: block.postedAt)
             let token = recordCalloutStart(.block, site)
             block.closure()
             recordCalloutEnd(token)
         case .job(let queued):
             MetricsKeeper.bump(metricsKeeper.jobsRun)
+            recordHandOver(.job, stamp: block.postedAt)
             let token = recordCalloutStart(.actorJob, .unknown)
             runStack.isRunningJob = true
             let serial = queued.executor?.asUnownedSerialExecutor() ?? asUnownedSerialExecutor()
@@ -264,6 +267,7 @@ extension Loop {
             runStack.isRunningJob = false
         case .call(let call):
             MetricsKeeper.bump(metricsKeeper.blocksRun)
+            recordHandOver(.block, stamp: block.postedAt)
             let token = recordCalloutStart(.block, call.site)
             call.function(call.argument)
             recordCalloutEnd(token)

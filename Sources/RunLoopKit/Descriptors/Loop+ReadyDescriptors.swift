@@ -56,6 +56,7 @@ extension Loop {
             guard !reported.isEmpty else { continue }
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(source, events, in: state) { continue }
             MetricsKeeper.bump(metricsKeeper.descriptorReports)
+            recordSinceEventsReturned(.descriptor)
             let token = recordCalloutStart(.descriptor, of: source)
             source.callout(source, reported)
             recordCalloutEnd(token)

@@ -54,7 +54,8 @@ extension Loop {
         _ job: UnownedJob, in modes: BlockModes, on executor: LoopExecutor?, for taskExecutor: LoopTaskExecutor?
     ) {
         let job = QueuedJob(job: job, executor: executor, taskExecutor: taskExecutor)
-        let block = PendingBlock(modes: modes, job: job)
+        var block = PendingBlock(modes: modes, job: job)
+        stampForHandOver(&block)
         if isCurrent {
             blocks.append(block, pool: inbox.segments)
             return

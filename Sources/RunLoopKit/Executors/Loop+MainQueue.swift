@@ -130,6 +130,7 @@ extension Loop {
         guard (try? EventFD.drain(descriptor)) == true else { return false }
         mainQueue.isDraining = true
         MetricsKeeper.bump(metricsKeeper.mainQueueDrains)
+        recordSinceEventsReturned(.mainQueue)
         let token = recordCalloutStart(.mainQueue, .unknown)
         DispatchMainQueue.drain()
         recordCalloutEnd(token)

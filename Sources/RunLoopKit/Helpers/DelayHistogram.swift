@@ -34,6 +34,31 @@ struct DelayHistogram {
         if value > maximum { maximum = value }
     }
 
+    /// Adds `count` values to `bucket` without their figures: for a copy of counts kept elsewhere
+    /// (``HandOverRecorder``), whose sum and extremes ``setExtremes(sum:minimum:maximum:)`` then sets.
+    mutating func add(_ count: UInt64, inBucket bucket: Int) {
+        counts[bucket] &+= count
+        self.count &+= Int(count)
+    }
+
+    /// Sets the sum and extremes of values added by ``add(_:inBucket:)``; the extremes are kept within what the
+    /// buckets hold (a copy read while its values were being written may lag them by a value). No-op when empty.
+    mutating func setExtremes(sum: Int64, minimum: Int64, maximum: Int64) {
+        guard count > 0 else { return }
+        let lowest = counts.firstIndex { $0 > 0 }!
+        let highest = counts.lastIndex { $0 > 0 }!
+        self.sum = sum
+        self.minimum = Swift.min(Swift.max(minimum, lowestValue(inBucket: lowest)), Self.highestValue(inBucket: lowest))
+        self.maximum = Swift.max(maximum, lowestValue(inBucket: highest))
+    }
+
+    /// The smallest value counted in `bucket`.
+    private func lowestValue(inBucket bucket: Int) -> Int64 {
+        guard bucket >= Self.subBuckets else { return Int64(bucket) }
+        let shift = bucket / Self.subBuckets - 1
+        return Int64(Self.subBuckets + bucket % Self.subBuckets) << shift
+    }
+
     /// Forgets every value; keeps the buckets' memory.
     mutating func reset() {
         for index in counts.indices { counts[index] = 0 }

@@ -1,15 +1,17 @@
 extension LoopDelayMonitor {
     /// How late a loop served its probe timer, as a distribution: count, minimum, mean, maximum and percentiles of
-    /// the delays recorded since the monitor started or was last reset (Node's `IntervalHistogram`).
+    /// the delays recorded since the monitor started or was last reset (Node's `IntervalHistogram`). Also the
+    /// distribution of each kind of ``Loop/HandOverLatencies``, where a delay is one hand-over's wait.
     ///
-    /// A snapshot, taken with ``LoopDelayMonitor/distribution`` from any thread; it does not change afterwards.
+    /// A snapshot, taken with ``LoopDelayMonitor/distribution`` (or ``Loop/handOverLatencies()``) from any thread;
+    /// it does not change afterwards.
     /// ``minimum``, ``maximum`` and ``mean`` are exact. Percentiles come from log-linear buckets: each reports the
     /// largest value its bucket holds (never less than the delays counted there, at most 1/32 more), capped at
     /// ``maximum``.
     ///
     /// Made by the monitor only, so it can gain figures without breaking code that reads it.
     public struct Distribution: Sendable, Hashable, CustomStringConvertible {
-        /// Delays recorded: one per firing of the probe timer.
+        /// Delays recorded: one per firing of the probe timer (for hand-over latencies, one per hand-over).
         public let count: Int
         /// The smallest delay; zero when none was recorded.
         public let minimum: Duration
@@ -67,6 +69,8 @@ extension LoopDelayMonitor {
         public var p90: Duration { percentile(90) }
         /// ``percentile(_:)`` of 99.
         public var p99: Duration { percentile(99) }
+        /// ``percentile(_:)`` of 99.9.
+        public var p999: Duration { percentile(99.9) }
 
         /// The figures in one line, e.g. `120 delays: min 52µs, mean 80µs, p50 71µs, p90 102µs, p99 1.3ms, max 12ms`.
         public var description: String {

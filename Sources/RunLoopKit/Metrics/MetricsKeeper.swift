@@ -39,6 +39,18 @@ final class MetricsKeeper: @unchecked Sendable {  // Unchecked: `tally` and `pas
     /// The recorder readers copy from: the last one enabled, kept after it is disabled. Any thread, under its lock,
     /// which only readers and enabling take (never the loop's passes).
     let recorderForReaders = Locked<FlightRecorder?>(nil)
+    /// The hand-over latencies the loop records into, `nil` while they are off (``Loop/enableHandOverLatencies()``).
+    /// Loop thread only: each hand-over point tests it. Unmanaged: ``handOversForReaders`` holds it, for the
+    /// loop's lifetime once enabled.
+    @exclusivity(unchecked) var handOvers: Unmanaged<HandOverRecorder>?
+    /// When the loop's last `epoll_wait` that reported something returned, while hand-over latencies are on (else
+    /// not written). Loop thread only.
+    @exclusivity(unchecked) var eventsReturnedAt: Int64 = 0
+    /// The hand-over latencies readers copy from: made once, on the first enabling, and kept. Any thread, under its
+    /// lock, which only readers and enabling take.
+    let handOversForReaders = Locked<HandOverRecorder?>(nil)
+    /// Whether threads that hand work over stamp it with the time (a relaxed load on each post). Any thread.
+    let stampsHandOvers = Atomic<Bool>(false)
     /// The loop's virtual clock, which the time figures follow, if it runs on virtual time.
     let virtualClock: Loop.VirtualClock?
 

@@ -38,13 +38,14 @@ extension Loop {
         return state
     }
 
-    /// Step 8, the same on either clock: notes main-queue work among the `count` events in `buffer`, ends the
-    /// sleep's announcement, forgets a wake-up request the sleep answered (`slept`), and tells the observers
-    /// afterWaiting (unless the loop only polled). Answers `count`.
+    /// Step 8, the same on either clock: notes when the events came (for hand-over latencies) and main-queue work
+    /// among the `count` events in `buffer`, ends the sleep's announcement, forgets a wake-up request the sleep
+    /// answered (`slept`), and tells the observers afterWaiting (unless the loop only polled). Answers `count`.
     @inline(__always)
     private func endWaiting(
         events count: Int, in buffer: UnsafeMutableBufferPointer<epoll_event>, slept: Bool, poll: Bool
     ) -> Int {
+        noteEventsReturned(count)
         for index in 0..<count where buffer[index].data.u64 == Poller.mainQueueTag {
             mainQueue.hasWork = true
         }

@@ -221,6 +221,7 @@ extension Loop {
         if timer.appliedRateLimiter != nil && rateLimitHoldsBack(timer) { return }
         timer.state = .firing
         MetricsKeeper.bump(metricsKeeper.timersFired)
+        recordTimerLateness(fireTime: timer.fireTime)
         let token = recordCalloutStart(.timer, of: timer)
         timer.handler(timer)
         recordCalloutEnd(token)
