@@ -160,7 +160,9 @@ import Testing
         guard contents == example.code else {
             let pageLines = example.code.split(separator: "\n", omittingEmptySubsequences: false)
             let fileLines = contents.split(separator: "\n", omittingEmptySubsequences: false)
-            let first = zip(pageLines, fileLines).firstIndex { $0 != $1 } ?? min(pageLines.count, fileLines.count)
+            let first =
+                zip(pageLines, fileLines).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(pageLines.count, fileLines.count)
             Issue.record(
                 """
                 \(example.testDescription) differs from \(file), which it quotes: first at the file's line \(first + 1) \
