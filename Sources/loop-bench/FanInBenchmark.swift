@@ -10,6 +10,8 @@ import Synchronization
 /// `W2t` is the same workload posted through the documented keep-alive worker, `LoopThread.perform`, instead of
 /// `Loop.perform` on a plain loop thread. `W2f` and `W2tf` post allocation-free function calls instead of closures
 /// (`perform(with:_:)`: a C function and one word, here the producer and sequence number packed), as the C peers do.
+/// `LOOP_BENCH_HAND_OVER_LATENCIES=1` turns on the consumer loop's hand-over latencies, so that
+/// `scripts/bench/instructions.sh` shows what recording each block's wait costs.
 class FanInBenchmark: Benchmark {
     class var name: String { "fan-in" }
     class var id: String { "W2" }
@@ -48,6 +50,10 @@ class FanInBenchmark: Benchmark {
             let loop = consumer.loop
             post = { loop.perform($0) }
             call = { loop.perform(with: $0, receiveFanInCall) }
+        }
+        if getenv("LOOP_BENCH_HAND_OVER_LATENCIES").map({ String(cString: $0) == "1" }) ?? false {
+            // Every block's wait recorded, to count what that costs per block (scripts/bench/instructions.sh).
+            (consumer?.loop ?? consumerThread!.loop).enableHandOverLatencies()
         }
         let postsFunctionCalls = Self.postsFunctionCalls
         fanInTally = Unmanaged.passUnretained(tally)  // Kept alive by `self.tally` until tearDown.

@@ -53,6 +53,12 @@ final class HandOverRecorder: Sendable {
         if value > cells[maximum].load(ordering: .relaxed) { cells[maximum].store(value, ordering: .relaxed) }
     }
 
+    /// Forgets every value of every kind. Loop thread only (the single writer): a reader may see part of it.
+    func reset() {
+        for index in 0..<Self.cellsPerKind * Kind.allCases.count { cells[index].store(0, ordering: .relaxed) }
+        for kind in Kind.allCases { cells[Self.minimumCell(kind)].store(.max, ordering: .relaxed) }
+    }
+
     /// The single writer's update: a relaxed load and store.
     @inline(__always)
     private static func add(_ amount: Int64, to cell: borrowing Atomic<Int64>) {

@@ -32,6 +32,15 @@ extension Loop {
         onLoopThread { [self] in metricsKeeper.handOvers = nil }
     }
 
+    /// Forgets the hand-over latencies recorded so far, so that later snapshots hold only later values: for figures
+    /// per reporting interval (read, then reset). Safe from any thread; done on the loop's thread, at once when
+    /// called there (a timer of the loop itself reads and resets with nothing lost between), else before its next
+    /// pass. Does nothing if they were never enabled.
+    public func resetHandOverLatencies() {
+        guard let recorder = metricsKeeper.handOversForReaders.withLock({ $0 }) else { return }
+        onLoopThread { recorder.reset() }
+    }
+
     /// The hand-over latencies recorded so far, one distribution per kind of work; `nil` if they were never
     /// enabled. Safe from any thread, the loop's own included; allocates the snapshot.
     public func handOverLatencies() -> HandOverLatencies? {

@@ -51,7 +51,9 @@ enum SamplesJudgement {
                     + "flat if at most \(Format.mebibytesPerHour(flatness.limitPerHour)): "
                     + (flatness.isFlat ? "flat" : "CLIMBS"))
         } else {
-            print("  second half: not judged (\(flatness.blocks.count) blocks, \(SecondHalfFlatness.minimumBlocks) needed)")
+            print(
+                "  second half: not judged (\(flatness.blocks.count) blocks, "
+                    + "\(SecondHalfFlatness.minimumBlocks) needed)")
         }
         return (memory.isWithinBudget || !memory.isLongEnough) && flatness.isFlat
     }

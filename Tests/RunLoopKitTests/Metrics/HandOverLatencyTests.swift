@@ -141,4 +141,26 @@ import Testing
         try thread.performAndWait {}
         #expect(loop.handOverLatencies()!.blocks.count <= recorded + 1)  // At most the one taking the change.
     }
+
+    /// A reset on the loop's thread forgets what was recorded, and recording goes on: a reporting timer reads the
+    /// interval's figures, then resets.
+    @Test func aResetForgetsTheFiguresAndRecordingGoesOn() throws {
+        let thread = try LoopThread(name: "hol-reset")
+        defer { thread.stop() }
+        let loop = thread.loop
+        loop.resetHandOverLatencies()  // Never enabled: nothing to forget, nothing made.
+        #expect(loop.handOverLatencies() == nil)
+        loop.enableHandOverLatencies()
+        for _ in 0..<5 { try thread.performAndWait {} }
+        #expect(loop.handOverLatencies()!.blocks.count >= 5)
+        let afterReset = try thread.performAndWait { () -> Int in
+            loop.resetHandOverLatencies()  // On the loop's thread: at once.
+            return loop.handOverLatencies()!.blocks.count
+        }
+        #expect(afterReset == 0)
+        try thread.performAndWait {}
+        let blocks = loop.handOverLatencies()!.blocks
+        #expect(blocks.count == 1)  // The block after the reset: the one that reset it was counted before it.
+        #expect(blocks.minimum <= blocks.maximum)
+    }
 }

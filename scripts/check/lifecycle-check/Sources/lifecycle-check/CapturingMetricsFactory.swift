@@ -10,11 +10,20 @@ final class CapturingMetricsFactory: MetricsFactory {
 
     fileprivate func append(_ value: Double, to label: String) { values.withLock { $0[label, default: []].append(value) } }
 
-    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { Handler(label, self) }
-    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
-        Handler(label, self)
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        Handler(Self.key(label, dimensions), self)
     }
-    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler { Handler(label, self) }
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        Handler(Self.key(label, dimensions), self)
+    }
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        Handler(Self.key(label, dimensions), self)
+    }
+
+    /// A metric's key in `recorded(_:)`: its label, then its dimensions if any, `label{name=value,…}`.
+    static func key(_ label: String, _ dimensions: [(String, String)]) -> String {
+        dimensions.isEmpty ? label : label + "{" + dimensions.map { "\($0.0)=\($0.1)" }.joined(separator: ",") + "}"
+    }
     func destroyCounter(_ handler: any CounterHandler) {}
     func destroyRecorder(_ handler: any RecorderHandler) {}
     func destroyTimer(_ handler: any TimerHandler) {}

@@ -134,6 +134,11 @@ check(callouts >= 1, "callouts published, the stalling block among them: \(Int(c
 check(!utilization.isEmpty && utilization.allSatisfy { $0 >= 0 && $0 <= 1 }, "utilisation published in 0...1")
 check(longest >= 0.1, "the 120 ms block shows in the longest pass: \(longest) s")
 check(delays.contains { $0 >= 0.05 }, "the stall shows in the delay p99: max \(delays.max() ?? 0) s")
+// The publisher's own timer was held up by the 120 ms block: its lateness is the timers' hand-over latency.
+let timerWaits = metrics.recorded("worker.hand_over_p99_seconds{kind=timers}")
+check(timerWaits.contains { $0 >= 0.05 }, "the stall shows in the timers' hand-over p99: max \(timerWaits.max() ?? 0) s")
+let blockWaits = metrics.recorded("worker.hand_over_p99_seconds{kind=blocks}")
+check(blockWaits.allSatisfy { $0 >= 0 && $0 < 60 }, "blocks' hand-over p99s published in range (\(blockWaits.count))")
 
 // 4. The stall reached swift-log.
 stalls.stop()
