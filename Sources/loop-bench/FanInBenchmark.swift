@@ -1,3 +1,4 @@
+import Glibc
 import RunLoopKit
 import RunLoopKitSystem
 import Synchronization
