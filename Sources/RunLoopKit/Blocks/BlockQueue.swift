@@ -34,6 +34,13 @@ struct BlockQueue {
         count += 1
     }
 
+    /// Stores `stamp` (not 0) as the hand-over stamp of the block appended last. The queue must not be empty.
+    @inline(__always)
+    mutating func stampLast(_ stamp: UInt32) {
+        guard let tail else { return }
+        (tail.slots + tail.end - 1).pointee.postedAt = stamp
+    }
+
     @inline(never)
     private mutating func appendToNewSegment(_ block: consuming PendingBlock, pool: BlockSegmentPool) {
         // The last segment is full (an empty queue's kept segment never is: emptying resets it).

@@ -80,7 +80,7 @@ struct PendingBlock {
     let modes: BlockModes
     let closure: @Sendable () -> Void
     let work: BlockWork
-    /// When it was posted, for hand-over latencies (``Loop/stampForHandOver(_:)``); 0 when not stamped.
+    /// When it was posted, for hand-over latencies (``Loop/handOverStamp()``); 0 when not stamped.
     var postedAt: UInt32 = 0
 
     init(modes: BlockModes, closure: @escaping @Sendable () -> Void, site: CallSite = .unknown) {
@@ -112,7 +112,7 @@ struct PendingBlock {
 
 /// Work other threads hand to a loop: blocks and jobs, and changes to the loop's items (applied on its thread).
 ///
-/// Threading: ``post(_:isClosureBlock:)`` and ``post(change:)`` from any thread; ``takeAll(into:)``,
+/// Threading: ``post(_:isClosureBlock:stamp:)`` and ``post(change:)`` from any thread; ``takeAll(into:)``,
 /// ``refuseBlocks(into:)`` and ``close(into:)`` on the loop's thread. A mutex-protected queue and array, with an atomic
 /// flag, set and cleared under the mutex, that tells whether anything waits, so the loop looks without locking.
 ///
@@ -138,7 +138,7 @@ final class Inbox: Sendable {
         var isEmpty: Bool { blocks.isEmpty && changes.isEmpty }
     }
 
-    /// What ``post(_:isClosureBlock:)`` did.
+    /// What ``post(_:isClosureBlock:stamp:)`` did.
     enum Posting {
         /// Dropped: the inbox is closed, or refuses closure blocks.
         case refused
@@ -164,23 +164,25 @@ final class Inbox: Sendable {
     /// Whether nothing is waiting. Sequentially consistent: part of the wake-up handshake.
     var isEmpty: Bool { !hasEntries.load(ordering: .sequentiallyConsistent) }
 
-    /// Appends `block`; drops it (``Posting/refused``) once the inbox is closed, or, for a closure block
-    /// (`isClosureBlock`), once it refuses blocks. The caller wakes the loop on ``Posting/queuedFirst``.
+    /// Appends `block` with its hand-over `stamp` (0: none); drops it (``Posting/refused``) once the inbox is
+    /// closed, or, for a closure block (`isClosureBlock`), once it refuses blocks. The caller wakes the loop on
+    /// ``Posting/queuedFirst``.
     @inline(__always)
-    func post(_ block: consuming sending PendingBlock, isClosureBlock: Bool) -> Posting {
+    func post(_ block: consuming sending PendingBlock, isClosureBlock: Bool, stamp: UInt32) -> Posting {
         // Handed to the lock's body to consume: appending moves the block instead of copying it.
         contents.withLock(consuming: block) { contents, block in
             guard !closed.load(ordering: .relaxed) else { return .refused }
             guard !isClosureBlock || !refusingBlocks.load(ordering: .relaxed) else { return .refused }
             let wasEmpty = contents.isEmpty
             contents.blocks.append(block, pool: segments)
+            if stamp != 0 { contents.blocks.stampLast(stamp) }
             guard wasEmpty else { return .queuedBehind }
             hasEntries.store(true, ordering: .sequentiallyConsistent)
             return .queuedFirst
         }
     }
 
-    /// Appends an item change; answers as ``post(_:isClosureBlock:)`` does (refused only once closed).
+    /// Appends an item change; answers as ``post(_:isClosureBlock:stamp:)`` does (refused only once closed).
     func post(change: @escaping @Sendable () -> Void) -> Posting {
         contents.withLock { contents in
             guard !closed.load(ordering: .relaxed) else { return .refused }

@@ -141,8 +141,7 @@ extension Loop {
             noteLocalWork()
             return true
         }
-        stampForHandOver(&block)
-        switch inbox.post(block, isClosureBlock: true) {
+        switch inbox.post(block, isClosureBlock: true, stamp: handOverStamp()) {
         case .refused:  // The thread is exiting, or its LoopThread is stopping (``refuseBlocksForLoopThreadDrain()``).
             return false
         case .queuedFirst:

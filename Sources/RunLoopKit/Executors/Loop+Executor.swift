@@ -54,14 +54,15 @@ extension Loop {
         _ job: UnownedJob, in modes: BlockModes, on executor: LoopExecutor?, for taskExecutor: LoopTaskExecutor?
     ) {
         let job = QueuedJob(job: job, executor: executor, taskExecutor: taskExecutor)
-        var block = PendingBlock(modes: modes, job: job)
-        stampForHandOver(&block)
+        let block = PendingBlock(modes: modes, job: job)
+        let stamp = handOverStamp()
         if isCurrent {
             blocks.append(block, pool: inbox.segments)
+            if stamp != 0 { blocks.stampLast(stamp) }
             return
         }
         guard !isTerminated else { trapJobForExitedThread() }  // A parent's loop in a fork() child included.
-        switch inbox.post(block, isClosureBlock: false) {
+        switch inbox.post(block, isClosureBlock: false, stamp: stamp) {
         case .refused: trapJobForExitedThread()
         case .queuedFirst: poller.wakeIfSleeping()
         case .queuedBehind: break  // The post that found the inbox empty wakes the loop for the whole batch.

@@ -50,12 +50,14 @@ extension Loop {
 
     // MARK: Stamps (any thread)
 
-    /// Stamps a block or job being posted while hand-over latencies are on (off: a relaxed load and a test, and
-    /// the block keeps the 0 it was made with). The stamp is the monotonic clock in units of 128 ns, in 32 bits:
-    /// it fits the block's padding, so a block is no larger. Latencies of 9 minutes and more wrap around.
+    /// The stamp for a block or job being handed over now: 0 (not stamped) while hand-over latencies are off, at
+    /// the cost of a relaxed load and a test; else the monotonic clock in units of 128 ns, in 32 bits, so that it
+    /// fits the block's padding and a block is no larger. Latencies of 9 minutes and more wrap around. Read before
+    /// the inbox's lock is taken, and stored by the queue into the block it has just placed (``BlockQueue/stampLast(_:)``):
+    /// the block itself is never copied or changed on the way.
     @inline(__always)
-    func stampForHandOver(_ block: inout PendingBlock) {
-        if metricsKeeper.stampsHandOvers.load(ordering: .relaxed) { block.postedAt = Self.stamp(MonotonicClock.now()) }
+    func handOverStamp() -> UInt32 {
+        metricsKeeper.stampsHandOvers.load(ordering: .relaxed) ? Self.stamp(MonotonicClock.now()) : 0
     }
 
     /// `nanoseconds` of the monotonic clock as a stamp, never 0.
