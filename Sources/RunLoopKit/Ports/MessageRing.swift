@@ -1,0 +1,207 @@
+import Glibc
+import RunLoopKitSystem
+import Synchronization
+
+/// The messages of a ``LoopPort``: a bounded ring that stores each message inline, with a sequence number per slot,
+/// and an overflow list behind it for the moments the ring is full.
+///
+/// Threading: ``enqueue(_:)`` and ``close()`` from any thread, concurrently; ``dequeue(into:)``, ``hasWaiting`` and
+/// ``discardAll()`` on one consumer thread at a time (the loop's).
+///
+/// The ring: a producer claims a position by a compare-exchange on ``tail`` when that slot's sequence number says
+/// it is free (`sequence == position`), writes the message into the slot, then publishes it (`sequence = position +
+/// 1`). The consumer reads a slot when it is published and frees it for the next lap (`sequence = position +
+/// capacity`). A producer never waits for another: a claim that loses a race is retried at the new tail, and a slot
+/// claimed but not yet published only keeps the consumer from reading past it.
+///
+/// The overflow: a producer that finds the ring full appends to a mutex-protected list and raises
+/// ``overflowing``; while it is raised every producer appends there, so a producer's later messages never overtake
+/// its earlier ones. The consumer takes the list only once the ring is empty (`head == tail`: nothing claimed
+/// before it is left), delivers it whole, and lowers the flag; the ring takes the next messages. Nothing is dropped;
+/// only the overflow allocates, and it keeps its storage for the next time.
+///
+/// Closing: ``close()`` sets a bit in ``tail`` that no claim gets past, and a flag the overflow checks under its lock;
+/// from then on every enqueue is refused. ``discardAll()`` then releases what was accepted before.
+final class MessageRing<Message: Sendable>: @unchecked Sendable {
+    // Unchecked Sendable: slots are handed between threads by their sequence numbers; `head` and `taken` are
+    // consumer-only; the overflow list is under its lock.
+
+    /// What ``enqueue(_:)`` did with a message.
+    enum Enqueued {
+        /// Stored in the ring.
+        case inRing
+        /// Stored in the overflow list (the ring was full, or the overflow is in use).
+        case inOverflow
+        /// Refused: the ring is closed. The message was released.
+        case refused
+    }
+
+    /// A power of two.
+    let capacity: Int
+    private let mask: Int
+    /// The sequence number of each slot.
+    private let sequences: UnsafeMutablePointer<Atomic<Int>>
+    /// The messages, initialised between a slot's publication and its read.
+    private let slots: UnsafeMutablePointer<Message>
+    /// The next position a producer claims, with ``closedBit`` once closed.
+    private let tail = Atomic<Int>(0)
+    /// The next position the consumer reads. Consumer only.
+    @exclusivity(unchecked) private var head = 0
+    /// Raised while the overflow list is in use: producers go there instead of to the ring.
+    private let overflowing = Atomic<Bool>(false)
+    /// Messages that found the ring full, oldest first; `true` once closed.
+    private let overflow = Locked<(messages: [Message], closed: Bool)>(([], false))
+    /// The overflow list the consumer took and is delivering, and how far. Consumer only.
+    @exclusivity(unchecked) private var taken: [Message] = []
+    @exclusivity(unchecked) private var takenDelivered = 0
+
+    private static var closedBit: Int { 1 << 62 }
+
+    /// A ring of `capacity` slots, rounded up to a power of two between 2 and 2^20.
+    init(capacity: Int) {
+        var rounded = 2
+        while rounded < min(capacity, 1 << 20) { rounded <<= 1 }
+        self.capacity = rounded
+        self.mask = rounded - 1
+        sequences = .allocate(capacity: rounded)
+        for index in 0..<rounded { (sequences + index).initialize(to: Atomic(index)) }
+        slots = .allocate(capacity: rounded)
+    }
+
+    deinit {
+        discardAll()
+        sequences.deinitialize(count: capacity)
+        sequences.deallocate()
+        slots.deallocate()
+    }
+
+    // MARK: Producers (any thread)
+
+    /// Stores `message`: in the ring if a slot is free and the overflow is not in use, else in the overflow list;
+    /// refuses it once the ring is closed. Never waits for the consumer or another producer, but for the overflow's
+    /// lock when the ring is full.
+    @inline(__always)
+    func enqueue(_ message: consuming Message) -> Enqueued {
+        if !overflowing.load(ordering: .acquiring) {
+            let position = claim()
+            if position >= 0 {
+                (slots + (position & mask)).initialize(to: message)
+                sequences[position & mask].store(position + 1, ordering: .releasing)
+                return .inRing
+            }
+            if position == Self.refusedClaim { return .refused }
+        }
+        return appendToOverflow(message)
+    }
+
+    private static var fullClaim: Int { -1 }
+    private static var refusedClaim: Int { -2 }
+
+    /// Claims the next free position of the ring; answers it, ``fullClaim`` or ``refusedClaim``.
+    @inline(__always)
+    private func claim() -> Int {
+        var position = tail.load(ordering: .relaxed)
+        while true {
+            if position & Self.closedBit != 0 { return Self.refusedClaim }
+            let sequence = sequences[position & mask].load(ordering: .acquiring)
+            if sequence == position {
+                let (exchanged, original) = tail.weakCompareExchange(
+                    expected: position, desired: position + 1, ordering: .relaxed)
+                if exchanged { return position }
+                position = original
+            } else if sequence < position {
+                return Self.fullClaim  // The slot still holds the message of the previous lap.
+            } else {
+                position = tail.load(ordering: .relaxed)  // Another producer claimed it: look again.
+            }
+        }
+    }
+
+    @inline(never)
+    private func appendToOverflow(_ message: consuming Message) -> Enqueued {
+        overflow.withLock(consuming: message) { overflow, message in
+            guard !overflow.closed else { return .refused }
+            overflow.messages.append(message)
+            overflowing.store(true, ordering: .releasing)
+            return .inOverflow
+        }
+    }
+
+    /// Refuses every later ``enqueue(_:)``. Any thread; what was accepted before stays for ``dequeue(into:)`` or
+    /// ``discardAll()``.
+    func close() {
+        _ = tail.bitwiseOr(Self.closedBit, ordering: .sequentiallyConsistent)
+        overflow.withLock { $0.closed = true }
+    }
+
+    /// Whether ``close()`` was called. Any thread.
+    var isClosed: Bool { tail.load(ordering: .acquiring) & Self.closedBit != 0 }
+
+    // MARK: The consumer (one thread)
+
+    /// Calls `deliver` with up to `limit` messages, oldest first per producer; answers how many. Consumer only.
+    @inline(__always)
+    func dequeue(upTo limit: Int, into deliver: (consuming Message) -> Void) -> Int {
+        var delivered = 0
+        while delivered < limit {
+            if takenDelivered < taken.count {
+                deliver(taken[takenDelivered])
+                takenDelivered += 1
+            } else if sequences[head & mask].load(ordering: .acquiring) == head + 1 {
+                let message = (slots + (head & mask)).move()
+                sequences[head & mask].store(head + capacity, ordering: .releasing)
+                head += 1
+                deliver(message)
+            } else if !takeOverflowIfRingIsEmpty() {
+                break
+            }
+            delivered += 1
+        }
+        if takenDelivered == taken.count && takenDelivered > 0 {
+            taken.removeAll(keepingCapacity: true)
+            takenDelivered = 0
+        }
+        return delivered
+    }
+
+    /// Takes the overflow list when the ring is empty and the list is in use; answers whether it took any. Taken
+    /// earlier, it would overtake ring messages its producers sent before. Consumer only.
+    @inline(never)
+    private func takeOverflowIfRingIsEmpty() -> Bool {
+        guard overflowing.load(ordering: .acquiring) else { return false }
+        guard tail.load(ordering: .acquiring) & ~Self.closedBit == head else { return false }
+        taken.removeAll(keepingCapacity: true)
+        takenDelivered = 0
+        overflow.withLock { overflow in
+            swap(&overflow.messages, &taken)
+            overflowing.store(false, ordering: .releasing)
+        }
+        return !taken.isEmpty
+    }
+
+    /// Whether a message waits (published in the ring, claimed there, or in the overflow). Consumer only.
+    var hasWaiting: Bool {
+        takenDelivered < taken.count || tail.load(ordering: .acquiring) & ~Self.closedBit != head
+            || overflowing.load(ordering: .acquiring)
+    }
+
+    /// Releases every message accepted and not delivered, waiting for producers that claimed a slot to fill it.
+    /// Consumer only, after ``close()`` (or with no producer left).
+    func discardAll() {
+        let end = tail.load(ordering: .acquiring) & ~Self.closedBit
+        while head != end {
+            while sequences[head & mask].load(ordering: .acquiring) != head + 1 { sched_yield() }
+            (slots + (head & mask)).deinitialize(count: 1)
+            sequences[head & mask].store(head + capacity, ordering: .releasing)
+            head += 1
+        }
+        taken.removeAll()
+        takenDelivered = 0
+        var left: [Message] = []
+        overflow.withLock { overflow in
+            overflowing.store(false, ordering: .releasing)
+            swap(&overflow.messages, &left)
+        }
+        left.removeAll()  // Released here, outside the lock: a message's deinit may send again.
+    }
+}
