@@ -66,7 +66,11 @@ public final class LoopPort<Message: Sendable>: Sendable {
                 ring.discardAll()
             },
             perform: { source in
-                _ = ring.dequeue(upTo: perPass) { message in receive(message) }
+                // Stops once the port is invalidated, by the handler or another thread: no call starts after.
+                _ = ring.dequeue(upTo: perPass) { message in
+                    receive(message)
+                    return source.isValid
+                }
                 if ring.hasWaiting { source.signal() }  // Over the bound: the rest in the next pass.
             },
             file: file, line: line)

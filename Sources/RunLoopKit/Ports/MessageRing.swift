@@ -5,8 +5,8 @@ import Synchronization
 /// The messages of a ``LoopPort``: a bounded ring that stores each message inline, with a sequence number per slot,
 /// and an overflow list behind it for the moments the ring is full.
 ///
-/// Threading: ``enqueue(_:)`` and ``close()`` from any thread, concurrently; ``dequeue(into:)``, ``hasWaiting`` and
-/// ``discardAll()`` on one consumer thread at a time (the loop's).
+/// Threading: ``enqueue(_:)`` and ``close()`` from any thread, concurrently; ``dequeue(upTo:into:)``, ``hasWaiting``
+/// and ``discardAll()`` on one consumer thread at a time (the loop's).
 ///
 /// The ring: a producer claims a position by a compare-exchange on ``tail`` when that slot's sequence number says
 /// it is free (`sequence == position`), writes the message into the slot, then publishes it (`sequence = position +
@@ -127,7 +127,7 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Refuses every later ``enqueue(_:)``. Any thread; what was accepted before stays for ``dequeue(into:)`` or
+    /// Refuses every later ``enqueue(_:)``. Any thread; what was accepted before stays for ``dequeue(upTo:into:)`` or
     /// ``discardAll()``.
     func close() {
         _ = tail.bitwiseOr(Self.closedBit, ordering: .sequentiallyConsistent)
@@ -139,20 +139,24 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
 
     // MARK: The consumer (one thread)
 
-    /// Calls `deliver` with up to `limit` messages, oldest first per producer; answers how many. Consumer only.
+    /// Calls `deliver` with up to `limit` messages, oldest first per producer, until it answers `false`; answers how
+    /// many it was called with. Consumer only.
     @inline(__always)
-    func dequeue(upTo limit: Int, into deliver: (consuming Message) -> Void) -> Int {
+    func dequeue(upTo limit: Int, into deliver: (consuming Message) -> Bool) -> Int {
         var delivered = 0
-        while delivered < limit {
+        var more = true
+        while more && delivered < limit {
             if takenDelivered < taken.count {
-                deliver(taken[takenDelivered])
                 takenDelivered += 1
+                more = deliver(taken[takenDelivered - 1])
             } else if sequences[head & mask].load(ordering: .acquiring) == head + 1 {
                 let message = (slots + (head & mask)).move()
                 sequences[head & mask].store(head + capacity, ordering: .releasing)
                 head += 1
-                deliver(message)
-            } else if !takeOverflowIfRingIsEmpty() {
+                more = deliver(message)
+            } else if takeOverflowIfRingIsEmpty() {
+                continue  // Nothing delivered yet: the list taken is delivered from the next turn.
+            } else {
                 break
             }
             delivered += 1
@@ -172,11 +176,15 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
         guard tail.load(ordering: .acquiring) & ~Self.closedBit == head else { return false }
         taken.removeAll(keepingCapacity: true)
         takenDelivered = 0
-        overflow.withLock { overflow in
+        return overflow.withLock { overflow in
+            // Looked at again under the lock: a producer that read `overflowing` before it was raised can claim a
+            // ring slot after the look above and then append its next message here. Every message in the list was
+            // appended under this lock, after its producer's earlier claims, so `tail` now counts those claims.
+            guard tail.load(ordering: .acquiring) & ~Self.closedBit == head else { return false }
             swap(&overflow.messages, &taken)
             overflowing.store(false, ordering: .releasing)
+            return !taken.isEmpty
         }
-        return !taken.isEmpty
     }
 
     /// Whether a message waits (published in the ring, claimed there, or in the overflow). Consumer only.
