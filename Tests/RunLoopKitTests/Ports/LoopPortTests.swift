@@ -257,7 +257,11 @@ import Testing
     @Test func aBatchArrivesInOrderWithOneWakeUp() {
         let received = Locked<[Int]>([])
         let port = LoopPort<Int>(capacity: 64) { value in
-            if received.withLock({ $0.append(value); return $0.count }) == 1_000 { Loop.current.stop() }
+            let count = received.withLock { list in
+                list.append(value)
+                return list.count
+            }
+            if count == 1_000 { Loop.current.stop() }
         }
         let (loop, thread) = startLoopThread { loop in
             try! loop.add(port)
