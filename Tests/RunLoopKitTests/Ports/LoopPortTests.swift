@@ -120,12 +120,17 @@ import Testing
         let received = Counter()
         let port = LoopPort<Carrying>(capacity: 8) { _ in received.increment() }
         let invalidated = ItemsSupport.Flag()
+        let added = ItemsSupport.Flag()
         let (_, thread) = startLoopThread { loop in
             try! loop.add(port)
             try! loop.add(ItemsSupport.keepAlive())
+            added.set()
             _ = waitUntil { invalidated.isSet }
             ItemsSupport.run(loop) { releases.current == 21 }
         }
+        // In its mode before the invalidation: one that lands during the add leaves the port bound and in no mode, so
+        // no cancel handler runs and what waits is released only when the port goes.
+        #expect(waitUntil { added.isSet })
         // Twenty messages wait (eight in the ring, twelve in the overflow) when the port is invalidated.
         for _ in 0..<20 { #expect(port.send(Carrying(tracked: Tracked(releases)))) }
         port.invalidate()
