@@ -18,23 +18,15 @@ import Synchronization
 /// ``overflowing``; while it is raised every producer appends there, so a producer's later messages never overtake
 /// its earlier ones. The consumer takes the list only once the ring is empty (`head == tail`: nothing claimed
 /// before it is left), delivers it whole, and lowers the flag; the ring takes the next messages. Nothing is dropped;
-/// only the overflow allocates, and it keeps its storage for the next time.
+/// only the overflow allocates, and it keeps its storage for the next time. The list is raw memory
+/// (``OverflowList``), not an `Array<Message>`: called from this unspecialised generic code, every method of an array
+/// asks the runtime for the array type's metadata, about 330 instructions a call under callgrind.
 ///
 /// Closing: ``close()`` sets a bit in ``tail`` that no claim gets past, and a flag the overflow checks under its lock;
 /// from then on every enqueue is refused. ``discardAll()`` then releases what was accepted before.
 final class MessageRing<Message: Sendable>: @unchecked Sendable {
     // Unchecked Sendable: slots are handed between threads by their sequence numbers; `head` and `taken` are
     // consumer-only; the overflow list is under its lock.
-
-    /// What ``enqueue(_:)`` did with a message.
-    enum Enqueued {
-        /// Stored in the ring.
-        case inRing
-        /// Stored in the overflow list (the ring was full, or the overflow is in use).
-        case inOverflow
-        /// Refused: the ring is closed. The message was released.
-        case refused
-    }
 
     /// A power of two.
     let capacity: Int
@@ -49,10 +41,12 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) private var head = 0
     /// Raised while the overflow list is in use: producers go there instead of to the ring.
     private let overflowing = Atomic<Bool>(false)
-    /// Messages that found the ring full, oldest first; `true` once closed.
-    private let overflow = Locked<(messages: [Message], closed: Bool)>(([], false))
+    /// Guards ``overflow``; holds `true` once closed.
+    private let overflowLock = Locked<Bool>(false)
+    /// Messages that found the ring full, oldest first. Under ``overflowLock``.
+    @exclusivity(unchecked) private var overflow = OverflowList()
     /// The overflow list the consumer took and is delivering, and how far. Consumer only.
-    @exclusivity(unchecked) private var taken: [Message] = []
+    @exclusivity(unchecked) private var taken = OverflowList()
     @exclusivity(unchecked) private var takenDelivered = 0
 
     private static var closedBit: Int { 1 << 62 }
@@ -70,6 +64,7 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
 
     deinit {
         discardAll()
+        if let base = taken.base { base.assumingMemoryBound(to: Message.self).deallocate() }
         sequences.deinitialize(count: capacity)
         sequences.deallocate()
         slots.deallocate()
@@ -119,19 +114,34 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
 
     @inline(never)
     private func appendToOverflow(_ message: consuming Message) -> Enqueued {
-        overflow.withLock(consuming: message) { overflow, message in
-            guard !overflow.closed else { return .refused }
-            overflow.messages.append(message)
+        overflowLock.withLock(consuming: message) { closed, message in
+            guard !closed else { return .refused }
+            if overflow.count == overflow.capacity { grow(&overflow) }
+            (overflow.base!.assumingMemoryBound(to: Message.self) + overflow.count).initialize(to: message)
+            overflow.count += 1
             overflowing.store(true, ordering: .releasing)
             return .inOverflow
         }
+    }
+
+    /// Doubles `list`'s storage (16 messages at first), moving its messages over.
+    @inline(never)
+    private func grow(_ list: inout OverflowList) {
+        let capacity = max(16, list.capacity * 2)
+        let base = UnsafeMutablePointer<Message>.allocate(capacity: capacity)
+        if let old = list.base?.assumingMemoryBound(to: Message.self) {
+            base.moveInitialize(from: old, count: list.count)
+            old.deallocate()
+        }
+        list.base = UnsafeMutableRawPointer(base)
+        list.capacity = capacity
     }
 
     /// Refuses every later ``enqueue(_:)``. Any thread; what was accepted before stays for ``dequeue(upTo:into:)`` or
     /// ``discardAll()``.
     func close() {
         _ = tail.bitwiseOr(Self.closedBit, ordering: .sequentiallyConsistent)
-        overflow.withLock { $0.closed = true }
+        overflowLock.withLock { $0 = true }
     }
 
     /// Whether ``close()`` was called. Any thread.
@@ -147,8 +157,9 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
         var more = true
         while more && delivered < limit {
             if takenDelivered < taken.count {
+                let message = (taken.base!.assumingMemoryBound(to: Message.self) + takenDelivered).move()
                 takenDelivered += 1
-                more = deliver(taken[takenDelivered - 1])
+                more = deliver(message)
             } else if sequences[head & mask].load(ordering: .acquiring) == head + 1 {
                 let message = (slots + (head & mask)).move()
                 sequences[head & mask].store(head + capacity, ordering: .releasing)
@@ -162,7 +173,7 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
             delivered += 1
         }
         if takenDelivered == taken.count && takenDelivered > 0 {
-            taken.removeAll(keepingCapacity: true)
+            taken.count = 0  // All moved out: the storage is kept for the next take.
             takenDelivered = 0
         }
         return delivered
@@ -174,16 +185,18 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
     private func takeOverflowIfRingIsEmpty() -> Bool {
         guard overflowing.load(ordering: .acquiring) else { return false }
         guard tail.load(ordering: .acquiring) & ~Self.closedBit == head else { return false }
-        taken.removeAll(keepingCapacity: true)
+        taken.count = 0  // Delivered whole already: `dequeue` looks at the ring only then.
         takenDelivered = 0
-        return overflow.withLock { overflow in
+        return overflowLock.withLock { _ in
             // Looked at again under the lock: a producer that read `overflowing` before it was raised can claim a
             // ring slot after the look above and then append its next message here. Every message in the list was
             // appended under this lock, after its producer's earlier claims, so `tail` now counts those claims.
             guard tail.load(ordering: .acquiring) & ~Self.closedBit == head else { return false }
-            swap(&overflow.messages, &taken)
+            let full = overflow
+            overflow = taken  // Empty, with its storage, for the next messages that find the ring full.
+            taken = full
             overflowing.store(false, ordering: .releasing)
-            return !taken.isEmpty
+            return taken.count > 0
         }
     }
 
@@ -203,13 +216,41 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
             sequences[head & mask].store(head + capacity, ordering: .releasing)
             head += 1
         }
-        taken.removeAll()
-        takenDelivered = 0
-        var left: [Message] = []
-        overflow.withLock { overflow in
-            overflowing.store(false, ordering: .releasing)
-            swap(&overflow.messages, &left)
+        if takenDelivered < taken.count {
+            let undelivered = taken.count - takenDelivered
+            (taken.base!.assumingMemoryBound(to: Message.self) + takenDelivered).deinitialize(count: undelivered)
         }
-        left.removeAll()  // Released here, outside the lock: a message's deinit may send again.
+        taken.count = 0
+        takenDelivered = 0
+        var left = OverflowList()
+        overflowLock.withLock { _ in
+            overflowing.store(false, ordering: .releasing)
+            left = overflow
+            overflow = OverflowList()
+        }
+        if let base = left.base?.assumingMemoryBound(to: Message.self) {
+            base.deinitialize(count: left.count)  // Released here, outside the lock: a message's deinit may send again.
+            base.deallocate()
+        }
     }
+}
+
+/// What ``MessageRing/enqueue(_:)`` did with a message. (Outside the generic class, so that comparing it costs no
+/// generic call.)
+enum Enqueued {
+    /// Stored in the ring.
+    case inRing
+    /// Stored in the overflow list (the ring was full, or the overflow is in use).
+    case inOverflow
+    /// Refused: the ring is closed. The message was released.
+    case refused
+}
+
+/// Messages in memory of their own, oldest first, for ``MessageRing``'s overflow: typed by the ring
+/// (`assumingMemoryBound(to: Message.self)`), so the list itself is not generic and costs no metadata look-up.
+struct OverflowList {
+    /// `count` initialised messages, room for `capacity`; `nil` until the first message.
+    var base: UnsafeMutableRawPointer?
+    var count = 0
+    var capacity = 0
 }
