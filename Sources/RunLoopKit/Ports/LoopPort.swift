@@ -121,6 +121,16 @@ public final class LoopPort<Message: Sendable>: Sendable {
     func add(to loop: Loop, in mode: Loop.Mode) throws(LoopError) {
         if ring.isClosed { source.invalidate() }  // Its loop's thread exited: the port is spent, say so.
         try loop.add(source, to: mode)
+        if !source.isValid {
+            // Invalidated while it joined (another thread's `invalidate()` between the add's check and the join):
+            // it may be bound and in no mode, where no cancel handler runs. Release what waits on the loop's thread
+            // all the same; after a cancel handler that did run, this finds nothing.
+            let ring = ring
+            loop.perform {
+                ring.close()
+                ring.discardAll()
+            }
+        }
     }
 
     /// Removes the port from `mode` of its loop; see `Loop.remove(_:from:)`.
