@@ -167,6 +167,48 @@ import Testing
         #expect(releases.current == 10)  // The first after its call; the nine others by the loop's thread, once each.
     }
 
+    @Test func anInvalidationRacingTheAddStillReleasesWhatWaitsOnTheLoopsThread() {
+        let releases = Counter()
+        let addedRounds = Counter()
+        /// Three messages wait; another thread invalidates the port while this one adds it. Whether the invalidation
+        /// lands before the add's check (the add throws), during the join or after it, what waits is released: by the
+        /// loop's thread while the port lives if the add succeeded, else when the port goes, as documented.
+        @Sendable func round(_ loop: Loop) -> Bool {
+            let port = LoopPort<Carrying>(capacity: 4) { _ in }
+            for _ in 0..<3 { port.send(Carrying(tracked: Tracked(releases))) }
+            let before = releases.current
+            let ready = ItemsSupport.Flag()
+            let go = ItemsSupport.Flag()
+            let invalidator = TestThread {
+                ready.set()
+                while !go.isSet {}  // Spins, so that the invalidation lands within a few hundred ns of the add's start.
+                port.invalidate()
+            }
+            _ = waitUntil { ready.isSet }
+            go.set()
+            let added = (try? loop.add(port)) != nil
+            invalidator.join()
+            guard added else { return true }
+            addedRounds.increment()
+            let deadline = Loop.Instant.now + .seconds(10)
+            while releases.current != before + 3 && Loop.Instant.now < deadline {
+                loop.run(in: .default, for: .milliseconds(1))
+            }
+            return releases.current == before + 3
+        }
+        let failedRounds = Counter()
+        ItemsSupport.onLoopThread { loop in
+            try! loop.add(ItemsSupport.keepAlive())
+            for _ in 0..<300 where !round(loop) {
+                failedRounds.increment()
+                break  // The first is enough: each waited ten seconds.
+            }
+        }
+        #expect(failedRounds.current == 0)
+        #expect(addedRounds.current > 0)
+        #expect(releases.current == 900)  // Every port has gone: the refused adds' messages too, once each.
+    }
+
     @Test func aLoopThreadThatExitsClosesThePortAndReleasesWhatWaits() {
         let releases = Counter()
         let port = LoopPort<Carrying>(capacity: 4) { _ in }
