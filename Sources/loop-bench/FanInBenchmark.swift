@@ -13,6 +13,7 @@ import Synchronization
 /// (`perform(with:_:)`: a C function and one word, here the producer and sequence number packed), as the C peers do.
 /// `LOOP_BENCH_HAND_OVER_LATENCIES=1` turns on the consumer loop's hand-over latencies, so that
 /// `scripts/bench/instructions.sh` shows what recording each block's wait costs.
+/// `W2p` sends the same packed word as a message of a `LoopPort<Int>` on the plain loop (its handler tallies it).
 class FanInBenchmark: Benchmark {
     class var name: String { "fan-in" }
     class var id: String { "W2" }
@@ -21,11 +22,14 @@ class FanInBenchmark: Benchmark {
     class var viaLoopThread: Bool { false }
     /// Whether producers post `perform(with:_:)` function calls instead of closures (W2f, W2tf).
     class var postsFunctionCalls: Bool { false }
+    /// Whether producers send the packed word to a `LoopPort<Int>` instead (W2p; plain loop only).
+    class var sendsToPort: Bool { false }
 
     private static let producerCount = 2
     private let perProducer: Int
     private var consumer: LoopHost?
     private var consumerThread: LoopThread?
+    private var port: LoopPort<Int>?
     private var producers: [JoinableThread] = []
     private var tally: Tally?
     private let ready = WaitCounter()
@@ -50,13 +54,22 @@ class FanInBenchmark: Benchmark {
             self.consumer = consumer
             let loop = consumer.loop
             post = { loop.perform($0) }
-            call = { loop.perform(with: $0, receiveFanInCall) }
+            if Self.sendsToPort {
+                let port = LoopPort<Int>(capacity: 4096) { packed in
+                    tally.receive(producer: packed >> 32, sequence: packed & 0xFFFF_FFFF)
+                }
+                try loop.add(port)
+                self.port = port
+                call = { port.send($0) }
+            } else {
+                call = { loop.perform(with: $0, receiveFanInCall) }
+            }
         }
         if getenv("LOOP_BENCH_HAND_OVER_LATENCIES").map({ String(cString: $0) == "1" }) ?? false {
             // Every block's wait recorded, to count what that costs per block (scripts/bench/instructions.sh).
             (consumer?.loop ?? consumerThread!.loop).enableHandOverLatencies()
         }
-        let postsFunctionCalls = Self.postsFunctionCalls
+        let postsFunctionCalls = Self.postsFunctionCalls || Self.sendsToPort
         fanInTally = Unmanaged.passUnretained(tally)  // Kept alive by `self.tally` until tearDown.
         producers = (0..<Self.producerCount).map { producer in
             JoinableThread {
@@ -103,9 +116,18 @@ class FanInBenchmark: Benchmark {
     func tearDown() {
         gate.increment()  // Lets the producers go if `run()` never did, so they can be joined.
         for producer in producers { producer.join() }
+        port?.invalidate()
         consumer?.shutDown()
         consumerThread?.stop()
     }
+}
+
+/// W2p: W2 with messages of a `LoopPort<Int>` (the packed word, stored inline in the port's ring).
+final class FanInPortBenchmark: FanInBenchmark {
+    override class var name: String { "fan-in-port" }
+    override class var id: String { "W2p" }
+    override class var title: String { "port messages from 2 threads to one loop, LoopPort.send" }
+    override class var sendsToPort: Bool { true }
 }
 
 /// W2t: W2 through `LoopThread.perform`.

@@ -29,6 +29,7 @@ struct Options {
             FanInViaLoopThreadBenchmark.self,
             FanInFunctionCallBenchmark.self,
             FanInFunctionCallViaLoopThreadBenchmark.self,
+            FanInPortBenchmark.self,
             TimerFiringBenchmark.self,
             CallbackFiringBenchmark.self,
             FunctionCallbackFiringBenchmark.self,

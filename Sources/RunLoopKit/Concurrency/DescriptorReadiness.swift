@@ -14,7 +14,7 @@
 ///
 /// The sequence ends by throwing: ``LoopError/Code/loopTerminated`` when the loop's thread exits;
 /// ``LoopError/Code/invalidated`` when the loop gives up the descriptor (closed and its number reused meanwhile);
-/// the errors of ``Loop/add(_:to:)`` (``LoopError/Code/badDescriptor`` and so on) from
+/// the errors of ``Loop/add(_:to:)-(LoopItem,_)`` (``LoopError/Code/badDescriptor`` and so on) from
 /// the first `next()`; `CancellationError` when the iterating task is cancelled. After it threw, `next()` answers
 /// `nil`. A hang-up is an element like any other (``DescriptorBackedSource/Events/hangUp``): stop iterating when
 /// a read returns end of file.

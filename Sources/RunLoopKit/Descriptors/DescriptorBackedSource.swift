@@ -8,11 +8,12 @@ import Synchronization
 /// PSI trigger).
 ///
 /// Every such source has the same life and the same properties, whatever it watches: it is added to, removed from and
-/// found in a loop's modes with ``Loop/add(_:to:)``, ``Loop/remove(_:from:)`` and ``Loop/contains(_:in:)``; it is
-/// handled, among the descriptors ready in the same pass, in ``LoopItem/order``; it may carry a rate limit and stop
-/// keeping runs alive (``LoopEventItem``); ``LoopItem/invalidate()`` ends it for good; and when the loop can no longer
-/// watch its descriptor, it is invalidated and ``failure`` says why. While it is in a loop's modes, the loop keeps it
-/// alive (the caller need not hold it), until it is invalidated or the loop's thread exits.
+/// found in a loop's modes with ``Loop/add(_:to:)-(LoopItem,_)``, ``Loop/remove(_:from:)-(LoopItem,_)`` and
+/// ``Loop/contains(_:in:)``; it is handled, among the descriptors ready in the same pass, in ``LoopItem/order``; it
+/// may carry a rate limit and stop keeping runs alive (``LoopEventItem``); ``LoopItem/invalidate()`` ends it for good;
+/// and when the loop can no longer watch its descriptor, it is invalidated and ``failure`` says why. While it is in a
+/// loop's modes, the loop keeps it alive (the caller need not hold it), until it is invalidated or the loop's thread
+/// exits.
 ///
 /// Readiness is level-triggered: as long as the descriptor stays ready, the source is handled on every pass of a run
 /// in one of its modes. Every ready descriptor is handled in the pass that saw it (CF on Linux handles one per pass),

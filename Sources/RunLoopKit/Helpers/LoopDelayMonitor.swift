@@ -54,7 +54,7 @@ public final class LoopDelayMonitor: Sendable {
     ///   - wakesIdleLoop: `true` for a probe that fires every `resolution` even while the loop is idle (Node's
     ///     behaviour); `false` (the default) lets an idle loop sleep (see the type).
     /// - Throws: ``LoopError/Code/invalidInterval`` for a resolution below ``minimumResolution`` or above
-    ///   ``LoopTimer/maximumInterval``; what ``Loop/add(_:to:)`` throws (e.g.
+    ///   ``LoopTimer/maximumInterval``; what ``Loop/add(_:to:)-(LoopItem,_)`` throws (e.g.
     ///   ``LoopError/Code/loopTerminated`` when the loop's thread has exited).
     public init(
         loop: Loop, resolution: Duration = .milliseconds(10), modes: [Loop.Mode] = [.common],

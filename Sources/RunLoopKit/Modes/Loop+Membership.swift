@@ -29,7 +29,7 @@ extension Loop {
         }
     }
 
-    /// ``add(_:to:)`` for the other kinds.
+    /// ``add(_:to:)-(LoopItem,_)`` for the other kinds.
     @inline(never)
     private func addOther(_ item: LoopItem, to mode: Mode) throws(LoopError) {
         try add(AnyItem(item), to: mode)

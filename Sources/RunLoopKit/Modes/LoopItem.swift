@@ -1,8 +1,8 @@
 import Synchronization
 
 /// What every run-loop item shares: its ``order``, whether it is still valid, and ``invalidate()``; inside RunLoopKit,
-/// which loop it belongs to and where it sits in that loop's modes. A loop takes any item in ``Loop/add(_:to:)``,
-/// ``Loop/remove(_:from:)`` and ``Loop/contains(_:in:)``.
+/// which loop it belongs to and where it sits in that loop's modes. A loop takes any item in
+/// ``Loop/add(_:to:)-(LoopItem,_)``, ``Loop/remove(_:from:)-(LoopItem,_)`` and ``Loop/contains(_:in:)``.
 ///
 /// The items are ``LoopSource`` (CF's version 0 source), ``LoopTimer``, ``LoopObserver`` and the sources built on a
 /// file descriptor (``DescriptorBackedSource``: ``FileDescriptorSource``, and RunLoopKitServices' signal, child-exit,
