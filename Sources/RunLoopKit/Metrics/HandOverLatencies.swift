@@ -6,7 +6,7 @@ extension Loop {
     /// A snapshot, taken with ``Loop/handOverLatencies()`` from any thread; it does not change afterwards. Made by
     /// the loop only, so it can gain kinds without breaking code that reads it.
     public struct HandOverLatencies: Sendable, Hashable, CustomStringConvertible {
-        /// Blocks posted from other threads (``Loop/perform(_:file:line:)`` and the other `perform` calls): from
+        /// Blocks posted from other threads (``Loop/perform(in:_:file:line:)-(Mode,_,_,_)`` and the other `perform` calls): from
         /// the post (read on the posting thread before it takes the inbox's lock) to the block starting to run.
         /// Blocks a loop queues for itself are not counted.
         public let blocks: LoopDelayMonitor.Distribution
