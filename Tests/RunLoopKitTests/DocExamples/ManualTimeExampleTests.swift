@@ -1,20 +1,20 @@
 import RunLoopKit
 import Testing
 
-/// The code under test: a session that closes after 60 s without a message.
-final class Session: Sendable {
+/// The code under test: a client connection that closes after 60 s without a message.
+final class IdleClient: Sendable {
     let loop: Loop
     private let idleTimeout: LoopTimer
 
     init(on loop: Loop) throws {
         self.loop = loop
         idleTimeout = try LoopTimer(at: loop.now + .seconds(60)) { _ in
-            // Here the session would close its connection.
+            // Here the client would close its connection.
         }
         try loop.add(idleTimeout)
     }
 
-    /// A message arrived (on the loop's thread): the session stays open for another 60 s.
+    /// A message arrived (on the loop's thread): the client stays open for another 60 s.
     func received() { idleTimeout.setNextFireTime(loop.now + .seconds(60)) }
 
     /// Whether the idle timeout has not fired yet: a one-shot timer is invalid once it fired.
@@ -23,15 +23,15 @@ final class Session: Sendable {
 
 @Test func closesAfterSixtyQuietSeconds() throws {
     try Loop.withVirtualTime(advancesWhenIdle: false) { loop in
-        let session = try Session(on: loop)
+        let client = try IdleClient(on: loop)
         try loop.advance(by: .seconds(50))
-        loop.perform { session.received() }  // As a descriptor's handler would deliver a message.
+        loop.perform { client.received() }  // As a descriptor's handler would deliver a message.
         try loop.runUntilIdle()  // Runs the block; the clock stays at 50 s.
         #expect(loop.now == Loop.Instant(nanoseconds: 50_000_000_000))
 
         try loop.advance(by: .seconds(59))
-        #expect(session.isOpen)  // 59 quiet seconds.
+        #expect(client.isOpen)  // 59 quiet seconds.
         try loop.advance(by: .seconds(1))
-        #expect(!session.isOpen)  // 60: the timeout fired at 110 s.
+        #expect(!client.isOpen)  // 60: the timeout fired at 110 s.
     }
 }
