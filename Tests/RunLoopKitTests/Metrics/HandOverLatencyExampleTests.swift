@@ -10,14 +10,16 @@ import Testing
         worker.loop.enableHandOverLatencies()
         try worker.performAndWait {}  // The loop has switched them on.
 
-        let started = Atomic<Bool>(false)
-        worker.loop.perform {  // Holds the loop for 60 ms.
-            started.store(true, ordering: .releasing)
+        let posted = Atomic<Bool>(false)
+        worker.loop.perform {  // Holds the loop for 60 ms once the next block is posted.
+            while !posted.load(ordering: .acquiring) {}
             let start = ContinuousClock.now
             while ContinuousClock.now - start < .milliseconds(60) {}
         }
-        while !started.load(ordering: .acquiring) {}
-        try worker.performAndWait {}  // Posted now: waits for the busy block to end.
+        let ran = Atomic<Bool>(false)
+        worker.loop.perform { ran.store(true, ordering: .releasing) }  // Waits for the busy block to end.
+        posted.store(true, ordering: .releasing)
+        while !ran.load(ordering: .acquiring) {}
 
         let blocks = try #require(worker.loop.handOverLatencies()).blocks
         #expect(blocks.count >= 3)

@@ -44,14 +44,14 @@ import Testing
         loop.enableHandOverLatencies()
         try thread.performAndWait {}  // The loop has taken the change: the blocks below are recorded.
         let baseline = loop.handOverLatencies()!.blocks.count
-        let busyStarted = Atomic<Bool>(false)
+        let posted = Atomic<Bool>(false)
         let ran = Atomic<Bool>(false)
-        loop.perform {
-            busyStarted.store(true, ordering: .releasing)
+        loop.perform {  // Busy for 60 ms from the moment the next block is posted, however late that is.
+            while !posted.load(ordering: .acquiring) {}
             Self.busy(.milliseconds(60))
         }
-        #expect(waitUntil { busyStarted.load(ordering: .acquiring) })
         loop.perform { ran.store(true, ordering: .releasing) }  // Waits for the 60 ms callout to end.
+        posted.store(true, ordering: .releasing)
         #expect(waitUntil { ran.load(ordering: .acquiring) })
         let blocks = loop.handOverLatencies()!.blocks
         #expect(blocks.count == baseline + 2)
