@@ -23,6 +23,7 @@ let scenarios: [String: () -> Void] = [
     "poll-fails": pollFailsScenario,
     "host-serves-main-queue": hostServesMainQueueScenario,
     "drained-behind-the-loop": drainedBehindTheLoopScenario,
+    "hand-over-latency": handOverLatencyScenario,
 ]
 
 runScenario(of: "main-loop-check", from: scenarios)

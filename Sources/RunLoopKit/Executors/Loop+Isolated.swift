@@ -103,47 +103,62 @@ extension Loop {
                     handler: unsafeBitCast(handler, to: (@Sendable (LoopObserver, Loop.Activity) -> Void).self)))
         }
 
-        /// Schedules a one-shot callback (see ``Loop/schedule(at:tolerance:in:_:)``) that runs on the loop's thread in
-        /// the caller's isolation.
-        /// - Throws: What ``Loop/schedule(at:tolerance:in:_:)`` throws.
+        /// Schedules a one-shot callback (see ``Loop/schedule(at:tolerance:in:_:file:line:)``) that runs on the
+        /// loop's thread in the caller's isolation.
+        /// - Throws: What ``Loop/schedule(at:tolerance:in:_:file:line:)`` throws.
         @discardableResult
         public func schedule(
             at fireTime: Loop.Instant,
             tolerance: Duration? = nil,
             in mode: Loop.Mode = .default,
-            _ callback: @escaping () -> Void
+            _ callback: @escaping () -> Void,
+            file: StaticString = #fileID,
+            line: UInt = #line
         ) throws(LoopError) -> ScheduledCallback {
             try loop.schedule(
-                at: fireTime, tolerance: tolerance, in: mode, unsafeBitCast(callback, to: (@Sendable () -> Void).self))
+                at: fireTime, tolerance: tolerance, in: mode, unsafeBitCast(callback, to: (@Sendable () -> Void).self),
+                file: file, line: line)
         }
 
-        /// Schedules a one-shot callback `delay` from now (see ``Loop/schedule(after:tolerance:in:_:)``) that runs
-        /// on the loop's thread in the caller's isolation.
-        /// - Throws: What ``Loop/schedule(at:tolerance:in:_:)`` throws.
+        /// Schedules a one-shot callback `delay` from now (see ``Loop/schedule(after:tolerance:in:_:file:line:)``)
+        /// that runs on the loop's thread in the caller's isolation.
+        /// - Throws: What ``Loop/schedule(at:tolerance:in:_:file:line:)`` throws.
         @discardableResult
         public func schedule(
             after delay: Duration,
             tolerance: Duration? = nil,
             in mode: Loop.Mode = .default,
-            _ callback: @escaping () -> Void
+            _ callback: @escaping () -> Void,
+            file: StaticString = #fileID,
+            line: UInt = #line
         ) throws(LoopError) -> ScheduledCallback {
-            try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback)
+            try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback, file: file, line: line)
         }
 
         /// Queues `block` to run once on the loop's thread, in the caller's isolation, at the next block point of a
         /// pass in `mode` (see ``Loop/perform(in:_:file:line:)-(Mode,_,_,_)``).
         /// - Returns: `false` if the loop is ``Loop/isTerminated``, so the block will never run.
         @discardableResult
-        public func perform(in mode: Loop.Mode = .default, _ block: @escaping () -> Void) -> Bool {
-            loop.perform(in: mode, unsafeBitCast(block, to: (@Sendable () -> Void).self))
+        public func perform(
+            in mode: Loop.Mode = .default,
+            _ block: @escaping () -> Void,
+            file: StaticString = #fileID,
+            line: UInt = #line
+        ) -> Bool {
+            loop.perform(in: mode, unsafeBitCast(block, to: (@Sendable () -> Void).self), file: file, line: line)
         }
 
         /// Queues `block` to run once on the loop's thread, in the caller's isolation, at the next block point of a
         /// pass in any of `modes` (see ``Loop/perform(in:_:file:line:)-([Mode],_,_,_)``).
         /// - Returns: `false` if `modes` is empty or the loop is ``Loop/isTerminated``, so the block will never run.
         @discardableResult
-        public func perform(in modes: [Loop.Mode], _ block: @escaping () -> Void) -> Bool {
-            loop.perform(in: modes, unsafeBitCast(block, to: (@Sendable () -> Void).self))
+        public func perform(
+            in modes: [Loop.Mode],
+            _ block: @escaping () -> Void,
+            file: StaticString = #fileID,
+            line: UInt = #line
+        ) -> Bool {
+            loop.perform(in: modes, unsafeBitCast(block, to: (@Sendable () -> Void).self), file: file, line: line)
         }
     }
 

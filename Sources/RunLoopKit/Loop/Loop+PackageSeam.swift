@@ -28,3 +28,14 @@ extension Loop.Isolated {
         return item
     }
 }
+
+extension Loop {
+    /// How many loops are alive in the process now: made and not yet freed, whether or not their threads still run
+    /// (a loop of an exited thread that something still references counts). For the soak's check that the loops of
+    /// exited threads are freed. Any thread; walks the fork handler's table, so O(most loops ever alive at once).
+    package static var aliveCount: Int {
+        var count = 0
+        LiveLoops.forEach { _ in count += 1 }
+        return count
+    }
+}

@@ -5,23 +5,27 @@ import Synchronization
 /// line in the high 16 (lines above 65,535 read as 65,535). A block queued with its call site grows by this word
 /// alone, not by a `StaticString` and a `UInt` (24 bytes); the literal is a C string in the binary, NUL-terminated
 /// and never freed, so the address is all a reader needs.
-struct CallSite: Equatable {
+@usableFromInline
+struct CallSite: Equatable, Sendable {
     /// The packed bits; 0 for no known site.
+    @usableFromInline
     let bits: UInt
 
     /// No known site (an actor job, the main queue, an item made by a path that does not pass one).
     static let unknown = CallSite(bits: 0)
 
     /// A site from the bits a recorder stored.
+    @usableFromInline
     init(bits: UInt) {
         self.bits = bits
     }
 
     /// The site `file`:`line`, or ``unknown`` when the literal is not stored as a pointer or lies above 48 bits.
-    @inline(__always)
+    /// Inlinable: a public call that takes `#fileID` and `#line` packs them where it is called.
+    @inlinable @inline(__always)
     init(file: StaticString, line: UInt) {
         guard file.hasPointerRepresentation else {
-            self = .unknown
+            bits = 0  // Unknown.
             return
         }
         let address = UInt(bitPattern: file.utf8Start)

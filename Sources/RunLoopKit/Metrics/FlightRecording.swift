@@ -68,7 +68,8 @@ extension Loop {
                 case source
                 /// A ``LoopTimer``'s handler.
                 case timer
-                /// A one-shot callback scheduled with `Loop.schedule(at:…)`.
+                /// A one-shot callback scheduled with ``Loop/schedule(at:tolerance:in:_:file:line:)`` or its
+                /// other forms.
                 case callback
                 /// A ``LoopObserver``'s handler.
                 case observer
@@ -113,17 +114,19 @@ extension Loop {
                 self.isInProgress = isInProgress
             }
 
-            /// The `#fileID` (`Module/File.swift`) of the place the block was queued or the item made; `nil` when
-            /// it is not known (actor jobs, the main queue).
+            /// The `#fileID` (`Module/File.swift`) of the place the block was queued, the callback scheduled or the
+            /// item made; `nil` when it is not known (actor jobs, the main queue, a callback scheduled before the
+            /// loop's recorder was first enabled).
             public var file: String? { site.file }
             /// The line of that place; 0 when it is not known.
             public var line: Int { site.line }
 
-            /// E.g. `block performed at App/Worker.swift:42 ran 78.0 ms (still running)`.
+            /// E.g. `block performed at App/Worker.swift:42 ran 78.0 ms (still running)`; a callback was `scheduled
+            /// at`, an item `made at`.
             public var description: String {
                 var text = "\(kind)"
                 if let file {
-                    text += kind == .block ? " performed at" : " made at"
+                    text += kind == .block ? " performed at" : kind == .callback ? " scheduled at" : " made at"
                     text += " \(file):\(line)"
                 }
                 text += " ran \(StallMonitor.Report.milliseconds(duration))"

@@ -36,6 +36,7 @@ extension Loop {
             metricsKeeper.heldRecorder = recorder
             metricsKeeper.endingRecorder = .passUnretained(recorder)
             metricsKeeper.flightRecorder = .passUnretained(recorder)
+            timerTable.recordCallbackSites()
         }
     }
 
@@ -93,6 +94,15 @@ extension Loop {
     func recordCalloutStart(_ kind: FlightRecording.Callout.Kind, of item: LoopItem) -> Int {
         guard let recorder = metricsKeeper.flightRecorder else { return -1 }
         return recorder._withUnsafeGuaranteedRef { $0.beginCallout(kind, at: item.callSite) }
+    }
+
+    /// The callout of the one-shot callback freed from `slot` for firing begins; as ``recordCalloutStart(_:_:)``,
+    /// the site read only when the recorder is on.
+    @inline(__always)
+    func recordCalloutStart(_ kind: FlightRecording.Callout.Kind, ofSlot slot: Int32) -> Int {
+        guard let recorder = metricsKeeper.flightRecorder else { return -1 }
+        let site = timerTable.callbacks.site(ofSlot: slot)
+        return recorder._withUnsafeGuaranteedRef { $0.beginCallout(kind, at: site) }
     }
 
     /// The callout whose start answered `token` returned.

@@ -144,7 +144,7 @@ extension Loop {
         public var descriptorReports: Int
         /// Timers (``LoopTimer``) fired.
         public var timersFired: Int
-        /// One-shot callbacks (``Loop/schedule(at:tolerance:in:_:)``) run.
+        /// One-shot callbacks (``Loop/schedule(at:tolerance:in:_:file:line:)``) run.
         public var callbacksRun: Int
         /// Observer (``LoopObserver``) calls, those at a run's entry and exit included.
         public var observerCalls: Int

@@ -11,7 +11,7 @@ extension Loop {
         public var sources: Int
         /// Descriptor sources (``FileDescriptorSource``, and the helpers built on it).
         public var descriptorSources: Int
-        /// Timers (``LoopTimer``); one-shot callbacks (``Loop/schedule(at:tolerance:in:_:)``) are not items.
+        /// Timers (``LoopTimer``); one-shot callbacks (``Loop/schedule(at:tolerance:in:_:file:line:)``) are not items.
         public var timers: Int
         /// Observers (``LoopObserver``).
         public var observers: Int

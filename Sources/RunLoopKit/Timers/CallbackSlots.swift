@@ -1,6 +1,6 @@
 import RunLoopKitSystem
 
-/// The slots of the loop's one-shot callbacks (``Loop/schedule(at:tolerance:in:_:)``): no object per callback, but a
+/// The slots of the loop's one-shot callbacks (``Loop/schedule(at:tolerance:in:_:file:line:)``): no object per callback, but a
 /// slot in a reusable table, so scheduling and cancelling allocate nothing (a closure's own context aside; a C
 /// function and its word have none) once the table has grown to the number of callbacks alive at once. The
 /// callbacks' places in time are entries of the loop's one ``TimerHeap``, beside the ``LoopTimer``s.
@@ -57,7 +57,7 @@ struct CallbackSlots {
     }
 
     /// What a callback runs: a closure, or a C function and the word it is called with (the allocation-free form,
-    /// ``Loop/schedule(at:tolerance:in:with:_:)``). An enum, 17 bytes: both payloads are two words, so the slot
+    /// ``Loop/schedule(at:tolerance:in:with:_:file:line:)``). An enum, 17 bytes: both payloads are two words, so the slot
     /// holds either in the space of one (three plain fields took 32 bytes).
     struct Stored {
         private enum Kind {
@@ -104,6 +104,12 @@ struct CallbackSlots {
     /// The ids callbacks scheduled from another thread are known by (``Loop/ScheduledCallback``), by slot: rare, so
     /// kept out of the slots.
     private var remoteIDs: [Int32: UInt64] = [:]
+    /// Where each slot's callback was scheduled (``CallSite`` bits), kept once ``recordsSites`` is set: the flight
+    /// recorder's, not the slot's, so a table that never records pays nothing for them (the slot stays 40 bytes).
+    private var sites: [UInt] = []
+    /// Whether ``take(fireTime:modeID:remoteID:site:callback:)`` keeps its site. Set when the flight recorder is
+    /// first enabled and never cleared: a slot's site then always belongs to its present callback.
+    var recordsSites = false
     /// The first free slot (linked through ``Slot/place``), or -1.
     private var firstFree: Int32 = -1
 
@@ -119,7 +125,7 @@ struct CallbackSlots {
     /// Stores `callback` in a free slot, not yet placed; answers its slot and generation.
     @inline(__always)
     mutating func take(
-        fireTime: Int64, modeID: Int32, remoteID: UInt64, callback: consuming Stored
+        fireTime: Int64, modeID: Int32, remoteID: UInt64, site: CallSite, callback: consuming Stored
     ) -> (slot: Int32, generation: UInt32) {
         let slot: Int32
         if firstFree >= 0 {
@@ -133,9 +139,23 @@ struct CallbackSlots {
         slots[index].modeID = modeID
         slots[index].fireTime = fireTime
         if remoteID != 0 { remoteIDs[slot] = remoteID }
+        if recordsSites { keep(site, for: slot) }
         slots[index].callback = callback
         count += 1
         return (slot, slots[index].generation)
+    }
+
+    /// Stores `site` as `slot`'s. Out of line: only a loop whose flight recorder was ever on comes here.
+    @inline(never)
+    private mutating func keep(_ site: CallSite, for slot: Int32) {
+        if sites.count < slots.count { sites.append(contentsOf: repeatElement(0, count: slots.count - sites.count)) }
+        sites[Int(slot)] = site.bits
+    }
+
+    /// Where the callback in `slot` was scheduled; ``CallSite/unknown`` if it was scheduled before sites were kept.
+    /// Valid until the slot is taken again (so also while a callback freed for firing runs).
+    func site(ofSlot slot: Int32) -> CallSite {
+        Int(slot) < sites.count ? CallSite(bits: sites[Int(slot)]) : .unknown
     }
 
     /// Makes `capacity` slots exist, the new ones free, lowest index first, ahead of the slots that were free

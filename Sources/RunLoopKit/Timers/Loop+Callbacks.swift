@@ -12,7 +12,7 @@ import Synchronization
 /// while their mode runs (due in another mode, a callback waits for it). A scheduled callback keeps runs of its
 /// mode going, like a timer, until it fires or is cancelled.
 extension Loop {
-    /// A one-shot callback scheduled with ``Loop/schedule(at:tolerance:in:_:)``: a plain value naming it, to pass to
+    /// A one-shot callback scheduled with ``Loop/schedule(at:tolerance:in:_:file:line:)``: a plain value naming it, to pass to
     /// ``Loop/cancel(_:)``. Sendable; copying it costs nothing. A value names one callback only: once that fired or
     /// was cancelled, cancelling it again does nothing, even after its slot was reused.
     public struct ScheduledCallback: Hashable, Sendable {
@@ -31,6 +31,9 @@ extension Loop {
     /// captures nothing, once the loop's table has grown to the number of callbacks alive at once). From another
     /// thread the callback reaches the loop before its next pass, and the loop is woken to arm its timer. A fire
     /// time in the past runs the callback at the next pass of `mode`.
+    ///
+    /// `file` and `line` name the call site in the loop's flight recording (``flightRecording()``); leave their
+    /// defaults. They cost nothing until the recorder is first enabled, and the callback's slot does not grow.
     /// - Returns: The value naming the callback, for ``cancel(_:)``.
     /// - Throws: ``LoopError/Code/invalidTolerance`` for a negative tolerance or one above
     ///   ``LoopTimer/maximumInterval``; ``LoopError/Code/loopTerminated`` once the loop's thread has exited (or
@@ -40,39 +43,44 @@ extension Loop {
         at fireTime: Instant,
         tolerance: Duration? = nil,
         in mode: Mode = .default,
-        _ callback: consuming @escaping @Sendable () -> Void
+        _ callback: consuming @escaping @Sendable () -> Void,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) throws(LoopError) -> ScheduledCallback {
         // Inlined where it is called: a call that leaves the defaults is known at compile time to need no tolerance
         // check and no mode lookup, and costs what an overload without them did.
+        let site = CallSite(file: file, line: line)
         if tolerance == nil && mode.name == Mode.default.name {
-            return try scheduleInDefaultMode(at: fireTime.nanoseconds, callback)
+            return try scheduleInDefaultMode(at: fireTime.nanoseconds, site: site, callback)
         }
-        return try scheduleInMode(at: fireTime, tolerance: tolerance, in: mode, callback)
+        return try scheduleInMode(at: fireTime, tolerance: tolerance, in: mode, site: site, callback)
     }
 
-    /// ``schedule(at:tolerance:in:_:)`` without a tolerance, in the default mode.
+    /// ``schedule(at:tolerance:in:_:file:line:)`` without a tolerance, in the default mode.
     @usableFromInline
     func scheduleInDefaultMode(
         at fireNanoseconds: Int64,
+        site: CallSite,
         _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: fireNanoseconds, tolerance: 0, in: nil, CallbackSlots.Stored(callback))
+        try schedule(at: fireNanoseconds, tolerance: 0, in: nil, site: site, CallbackSlots.Stored(callback))
     }
 
-    /// ``schedule(at:tolerance:in:_:)`` with a tolerance or in another mode.
+    /// ``schedule(at:tolerance:in:_:file:line:)`` with a tolerance or in another mode.
     @usableFromInline
     func scheduleInMode(
         at fireTime: Instant,
         tolerance: Duration?,
         in mode: Mode,
+        site: CallSite,
         _ callback: consuming @escaping @Sendable () -> Void
     ) throws(LoopError) -> ScheduledCallback {
-        try scheduleChecked(at: fireTime, tolerance: tolerance, in: mode, CallbackSlots.Stored(callback))
+        try scheduleChecked(at: fireTime, tolerance: tolerance, in: mode, site: site, CallbackSlots.Stored(callback))
     }
 
     /// Schedules a call of `function(argument)` once on the loop's thread at `fireTime` (or up to `tolerance`
     /// later), in `mode` (or whichever common mode runs, for ``Mode/common``); like
-    /// ``schedule(at:tolerance:in:_:)`` in every other respect: same order, errors and cancelling. Safe from any
+    /// ``schedule(at:tolerance:in:_:file:line:)`` in every other respect: same order, errors and cancelling. Safe from any
     /// thread.
     ///
     /// The allocation-free form, as ``perform(in:with:_:file:line:)`` is for blocks: a closure that captures anything has a
@@ -92,81 +100,94 @@ extension Loop {
         tolerance: Duration? = nil,
         in mode: Mode = .default,
         with argument: Int,
-        _ function: @convention(c) (Int) -> Void
+        _ function: @convention(c) (Int) -> Void,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) throws(LoopError) -> ScheduledCallback {
+        let site = CallSite(file: file, line: line)
         if tolerance == nil && mode.name == Mode.default.name {  // Known where inlined; see the closure form.
-            return try scheduleInDefaultMode(at: fireTime.nanoseconds, with: argument, function)
+            return try scheduleInDefaultMode(at: fireTime.nanoseconds, site: site, with: argument, function)
         }
-        return try scheduleInMode(at: fireTime, tolerance: tolerance, in: mode, with: argument, function)
+        return try scheduleInMode(at: fireTime, tolerance: tolerance, in: mode, site: site, with: argument, function)
     }
 
-    /// ``schedule(at:tolerance:in:with:_:)`` without a tolerance, in the default mode.
+    /// ``schedule(at:tolerance:in:with:_:file:line:)`` without a tolerance, in the default mode.
     @usableFromInline
     func scheduleInDefaultMode(
         at fireNanoseconds: Int64,
+        site: CallSite,
         with argument: Int,
         _ function: @convention(c) (Int) -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try schedule(
-            at: fireNanoseconds, tolerance: 0, in: nil, CallbackSlots.Stored(function: function, argument: argument))
+            at: fireNanoseconds, tolerance: 0, in: nil, site: site,
+            CallbackSlots.Stored(function: function, argument: argument))
     }
 
-    /// ``schedule(at:tolerance:in:with:_:)`` with a tolerance or in another mode.
+    /// ``schedule(at:tolerance:in:with:_:file:line:)`` with a tolerance or in another mode.
     @usableFromInline
     func scheduleInMode(
         at fireTime: Instant,
         tolerance: Duration?,
         in mode: Mode,
+        site: CallSite,
         with argument: Int,
         _ function: @convention(c) (Int) -> Void
     ) throws(LoopError) -> ScheduledCallback {
         try scheduleChecked(
-            at: fireTime, tolerance: tolerance, in: mode, CallbackSlots.Stored(function: function, argument: argument))
+            at: fireTime, tolerance: tolerance, in: mode, site: site,
+            CallbackSlots.Stored(function: function, argument: argument))
     }
 
     /// Schedules a call of `function(argument)` once `delay` from the loop's time now (``now``: virtual on a loop on
-    /// virtual time); see ``schedule(at:tolerance:in:with:_:)``. Safe from any thread.
+    /// virtual time); see ``schedule(at:tolerance:in:with:_:file:line:)``. Safe from any thread.
     @inlinable @discardableResult
     public func schedule(
         after delay: Duration,
         tolerance: Duration? = nil,
         in mode: Mode = .default,
         with argument: Int,
-        _ function: @convention(c) (Int) -> Void
+        _ function: @convention(c) (Int) -> Void,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: now + delay, tolerance: tolerance, in: mode, with: argument, function)
+        try schedule(at: now + delay, tolerance: tolerance, in: mode, with: argument, function, file: file, line: line)
     }
 
-    /// Both forms of ``schedule(at:tolerance:in:_:)`` with a tolerance or another mode: checks the tolerance.
+    /// Both forms of ``schedule(at:tolerance:in:_:file:line:)`` with a tolerance or another mode: checks the tolerance.
     private func scheduleChecked(
         at fireTime: Instant,
         tolerance: Duration?,
         in mode: Mode,
+        site: CallSite,
         _ callback: consuming CallbackSlots.Stored
     ) throws(LoopError) -> ScheduledCallback {
         let toleranceNanoseconds = try LoopTimer.checkedNanoseconds(ofTolerance: tolerance)
-        return try schedule(at: fireTime.nanoseconds, tolerance: toleranceNanoseconds, in: mode, callback)
+        return try schedule(at: fireTime.nanoseconds, tolerance: toleranceNanoseconds, in: mode, site: site, callback)
     }
 
-    /// Every form of ``schedule(at:tolerance:in:_:)``, with a checked tolerance; `mode` `nil` for the default mode.
+    /// Every form of ``schedule(at:tolerance:in:_:file:line:)``, with a checked tolerance; `mode` `nil` for the default mode.
     @inline(__always)
     private func schedule(
         at fireNanoseconds: Int64,
         tolerance toleranceNanoseconds: Int64,
         in mode: Mode?,
+        site: CallSite,
         _ callback: consuming CallbackSlots.Stored
     ) throws(LoopError) -> ScheduledCallback {
         guard !isTerminated else { throw terminatedLoopError }  // A parent's loop in a fork() child included.
         if isCurrent {
             let (slot, generation) = insertCallback(
-                fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, callback)
+                fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: 0, site: site,
+                callback)
             return ScheduledCallback(loopSerial: identity.serial, slot: slot, key: UInt64(generation))
         }
         let id = TimerTable.remoteCallbackIDs.add(1, ordering: .relaxed).newValue
         let carried = UncheckedCallback(callback)
         let posting = inbox.post(change: { [self, toleranceNanoseconds] in
             let (slot, generation) = insertCallback(
-                fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, carried.callback)
+                fireTime: fireNanoseconds, tolerance: toleranceNanoseconds, mode: mode, remoteID: id, site: site,
+                carried.callback)
             timerTable.remoteCallbacks[id] = (slot, generation)
         })
         guard posting != .refused else { throw LoopError(.loopTerminated, message: "the loop's thread has exited") }
@@ -175,15 +196,17 @@ extension Loop {
     }
 
     /// Schedules `callback` to run once `delay` from the loop's time now (``now``: virtual on a loop on virtual
-    /// time); see ``schedule(at:tolerance:in:_:)``. Safe from any thread.
+    /// time); see ``schedule(at:tolerance:in:_:file:line:)``. Safe from any thread.
     @inlinable @discardableResult
     public func schedule(
         after delay: Duration,
         tolerance: Duration? = nil,
         in mode: Mode = .default,
-        _ callback: consuming @escaping @Sendable () -> Void
+        _ callback: consuming @escaping @Sendable () -> Void,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) throws(LoopError) -> ScheduledCallback {
-        try schedule(at: now + delay, tolerance: tolerance, in: mode, callback)
+        try schedule(at: now + delay, tolerance: tolerance, in: mode, callback, file: file, line: line)
     }
 
     /// Makes room in the loop's table for `count` one-shot callbacks scheduled at once, so that scheduling up to

@@ -243,7 +243,7 @@ extension Loop {
         guard let slot = timerTable.takeForFiring(entry, callback: &callback) else { return }
         callbackEnded(slot)
         MetricsKeeper.bump(metricsKeeper.callbacksRun)
-        let token = recordCalloutStart(.callback, .unknown)
+        let token = recordCalloutStart(.callback, ofSlot: entry.slot)
         callback.run()
         recordCalloutEnd(token)
     }
@@ -267,6 +267,7 @@ extension Loop {
         tolerance: Int64,
         mode: Mode?,
         remoteID: UInt64,
+        site: CallSite,
         _ callback: consuming CallbackSlots.Stored
     ) -> (slot: Int32, generation: UInt32) {
         let modeID: Int32
@@ -282,7 +283,7 @@ extension Loop {
         defer { noteLocalWork() }
         return timerTable.insertCallback(
             fireTime: fireTime, latestFireTime: fireTime.addingSaturating(tolerance), sequence: sequence,
-            modeID: modeID, remoteID: remoteID, callback: callback)
+            modeID: modeID, remoteID: remoteID, site: site, callback: callback)
     }
 
     func slotAndGeneration(of callback: ScheduledCallback) -> (Int32, UInt32)? {

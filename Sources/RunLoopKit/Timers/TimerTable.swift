@@ -86,15 +86,20 @@ struct TimerTable {
         sequence: UInt64,
         modeID: Int32,
         remoteID: UInt64,
+        site: CallSite = .unknown,
         callback: consuming CallbackSlots.Stored
     ) -> (slot: Int32, generation: UInt32) {
         let (slot, generation) = callbacks.take(
-            fireTime: fireTime, modeID: modeID, remoteID: remoteID, callback: callback)
+            fireTime: fireTime, modeID: modeID, remoteID: remoteID, site: site, callback: callback)
         heap.insert(
             TimerEntry(slot: slot, generation: generation, latestFireTime: latestFireTime, sequence: sequence),
             slots: callbacks.slots.elements)
         return (slot, generation)
     }
+
+    /// Keeps the call sites of the callbacks scheduled from now on, for the flight recorder; for good, so that a
+    /// site read later is never a former callback's.
+    mutating func recordCallbackSites() { callbacks.recordsSites = true }
 
     /// The mode id of the callback an entry names.
     @inline(__always)

@@ -36,6 +36,9 @@ import Testing
             name: "drained-behind-the-loop",
             shows: "main-queue work drained by someone else after the loop was told of it is not drained again"),
         CheckScenario(
+            name: "hand-over-latency",
+            shows: "each main-queue drain is a hand-over sample, counted from the wait that reported the work"),
+        CheckScenario(
             name: "main-actor-handlers",
             shows: "@MainActor handlers of every item kind run on Loop.main; other loops refuse them"),
     ]

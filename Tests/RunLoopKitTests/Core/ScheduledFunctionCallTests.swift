@@ -5,7 +5,7 @@ import Testing
 
 @testable import RunLoopKit
 
-/// The allocation-free one-shot callbacks (`Loop.schedule(at:tolerance:in:with:_:)`, a C function and a word) and
+/// The allocation-free one-shot callbacks (`Loop.schedule(at:tolerance:in:with:_:file:line:)`, a C function and a word) and
 /// `reserveCallbackCapacity(_:)`: the same semantics as the closure form (ScheduledCallbackTests) for firing, order
 /// with closures and timers, cancelling, other threads, modes and a terminated loop.
 @Suite struct ScheduledFunctionCallTests {

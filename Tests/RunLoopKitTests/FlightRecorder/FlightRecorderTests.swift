@@ -15,6 +15,11 @@ private func busyWait(_ duration: Duration) {
 /// This file's `#fileID`, as the recorder reports the call sites below.
 private let thisFile = "RunLoopKitTests/FlightRecorderTests.swift"
 
+/// Counts the calls of the C-function callbacks below (which capture nothing).
+private let callsCounted = Atomic<Int>(0)
+
+private func countCall() { callsCounted.add(1, ordering: .relaxed) }
+
 /// Enables `thread`'s flight recorder and returns once a pass has begun under it: the recorder starts with the
 /// loop's next pass, so work posted afterwards is recorded.
 private func enableRecorder(on thread: LoopThread, passes: Int = 64, calloutsPerPass: Int = 64) throws {
@@ -142,6 +147,7 @@ private func enableRecorder(on thread: LoopThread, passes: Int = 64, calloutsPer
         #expect(write(pipeEnds[1], &byte, 1) == 1)
         lines[.block] = #line + 1
         loop.perform { done.add(1, ordering: .relaxed) }
+        lines[.callback] = #line + 1
         try loop.schedule(at: .now) { done.add(1, ordering: .relaxed) }
         #expect(waitUntil { done.load(ordering: .relaxed) == 6 })
         try thread.performAndWait { source.invalidate() }
@@ -153,10 +159,51 @@ private func enableRecorder(on thread: LoopThread, passes: Int = 64, calloutsPer
             #expect(made.first?.file == thisFile)
             #expect(made.first?.isInProgress == false)
         }
-        let callback = callouts.filter { $0.kind == .callback }
-        #expect(callback.count == 1)
-        #expect(callback.first?.file == nil)
-        #expect(callback.first?.line == 0)
+    }
+
+    @Test func aCallbackIsRecordedWhereItWasScheduledInEveryForm() throws {
+        let thread = try LoopThread(name: "fr-callbacks")
+        defer { thread.stop() }
+        let loop = thread.loop
+        try enableRecorder(on: thread)
+        let ran = Atomic<Int>(0)
+        let lines = try thread.performAndWait { () throws -> [Int] in
+            // On the loop's thread: stored in its slot at once.
+            let closure = #line + 1
+            try loop.schedule(after: .zero) { ran.add(1, ordering: .relaxed) }
+            let function = #line + 1
+            try loop.schedule(after: .zero, tolerance: .milliseconds(1), in: .common, with: 3) { _ in countCall() }
+            return [closure, function]
+        }
+        let remote = #line + 1  // From another thread: the site travels with the request.
+        try loop.schedule(after: .zero, with: 4) { _ in countCall() }
+        #expect(waitUntil { ran.load(ordering: .relaxed) == 1 && callsCounted.load(ordering: .relaxed) >= 2 })
+        try thread.performAndWait {}
+        let callouts = try #require(loop.flightRecording()).passes.flatMap(\.callouts).filter { $0.kind == .callback }
+        #expect(Set(callouts.map(\.line)) == Set(lines + [remote]))
+        #expect(callouts.allSatisfy { $0.file == thisFile })
+        #expect(callouts.first?.description.hasPrefix("callback scheduled at \(thisFile):") == true)
+    }
+
+    @Test func aCallbackScheduledBeforeTheRecorderWasFirstEnabledHasNoSite() throws {
+        let thread = try LoopThread(name: "fr-callback-before")
+        defer { thread.stop() }
+        let loop = thread.loop
+        let fired = Atomic<Bool>(false)
+        let callback = try loop.schedule(after: .milliseconds(50)) { fired.store(true, ordering: .relaxed) }
+        #expect(callback.slot == -1)  // Scheduled from another thread, then stored while sites were not kept.
+        try thread.performAndWait {}  // Stored now, before the recorder is enabled.
+        try enableRecorder(on: thread)
+        #expect(waitUntil { fired.load(ordering: .relaxed) })
+        try thread.performAndWait {}
+        let callouts = try #require(loop.flightRecording()).passes.flatMap(\.callouts).filter { $0.kind == .callback }
+        #expect(callouts.count == 1)
+        #expect(callouts.first?.file == nil)
+        #expect(callouts.first?.line == 0)
+    }
+
+    @Test func aCallbacksCallSiteTakesNoRoomInItsSlot() {
+        #expect(MemoryLayout<CallbackSlots.Slot>.stride == 40)
     }
 
     @Test func aFunctionCallAndAnActorJobAreRecorded() async throws {
