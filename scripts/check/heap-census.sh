@@ -8,6 +8,9 @@
 #   scripts/check/heap-census.sh 600                        every kind of traffic, 10 minutes (warm-up 120 s)
 #   scripts/check/heap-census.sh 300 --only threads --load 0   further arguments go to loop-soak (loop-soak --help)
 #
+# LIVE_SIZES_TRACE=CLASS in the environment also names the threads that allocated the live objects of that size
+# class (scripts/check/heap-census/live-sizes.c): trace-SECOND.txt beside the counts.
+#
 # Keeps the counts in .build/heap-census/RUN (printed). The shim adds one thread, and opens a file once a minute (a
 # descriptor count taken at that moment is one higher). Exits with loop-soak's status.
 set -euo pipefail

@@ -56,13 +56,13 @@ struct MemorySampler {
     private var measured: ArraySlice<Sample> { samples.drop { $0.second <= warmupSeconds } }
 
     /// The median resident set of the first ``window`` samples after the warm-up.
-    var baseline: Int { Self.median(measured.prefix(Self.window).map(\.resident)) }
+    var baseline: Int { measured.prefix(Self.window).map(\.resident).median }
     /// The median resident set of the last ``window`` samples.
-    var final: Int { Self.median(measured.suffix(Self.window).map(\.resident)) }
+    var final: Int { measured.suffix(Self.window).map(\.resident).median }
     /// The median of malloc's bytes in use in the first ``window`` samples after the warm-up.
-    var heapBaseline: Int { Self.median(measured.prefix(Self.window).map(\.heap)) }
+    var heapBaseline: Int { measured.prefix(Self.window).map(\.heap).median }
     /// The median of malloc's bytes in use in the last ``window`` samples.
-    var heapFinal: Int { Self.median(measured.suffix(Self.window).map(\.heap)) }
+    var heapFinal: Int { measured.suffix(Self.window).map(\.heap).median }
     /// The largest resident set, warm-up included.
     var maximum: Int { samples.map(\.resident).max() ?? 0 }
     /// The largest resident set after the warm-up.
@@ -106,10 +106,5 @@ struct MemorySampler {
             variance += (Double(x) - meanX) * (Double(x) - meanX)
         }
         return variance == 0 ? 0 : covariance / variance * 3600
-    }
-
-    private static func median(_ values: [Int]) -> Int {
-        guard !values.isEmpty else { return 0 }
-        return values.sorted()[values.count / 2]
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopKit
 
 /// What the kernel says about this process: open descriptors, threads and resident memory, read from `/proc`.
 enum ProcessFigures {
@@ -54,6 +55,9 @@ struct ResourceSnapshot: CustomStringConvertible {
     let threads: Int
     /// libdispatch's threads (named after its queues: `...-qos`, `...qos.overcommit`, `...-manager`).
     let dispatchThreads: Int
+    /// Loops alive (made and not freed), whether or not their threads still run: a loop of an exited thread that
+    /// something still references shows here and nowhere else (its descriptors are closed as its thread exits).
+    let loops: Int
 
     /// The counts now.
     static func now() -> ResourceSnapshot {
@@ -61,7 +65,7 @@ struct ResourceSnapshot: CustomStringConvertible {
         let dispatch = names.filter(isDispatchThread).count
         return ResourceSnapshot(
             descriptors: ProcessFigures.openDescriptorCount(), threads: names.count - dispatch,
-            dispatchThreads: dispatch)
+            dispatchThreads: dispatch, loops: Loop.aliveCount)
     }
 
     /// Whether a thread of this name is one of libdispatch's: it names its threads after the end of its queues'
@@ -70,14 +74,15 @@ struct ResourceSnapshot: CustomStringConvertible {
         name.hasSuffix("-qos") || name.hasSuffix("qos.overcommit") || name.hasSuffix("-manager")
     }
 
-    /// Whether descriptors and the soak's and library's threads are the same as in `other`.
+    /// Whether descriptors, the soak's and library's threads and the loops are the same as in `other`.
     func matches(_ other: ResourceSnapshot) -> Bool {
-        descriptors == other.descriptors && threads == other.threads
+        descriptors == other.descriptors && threads == other.threads && loops == other.loops
     }
 
-    /// `N fds, M threads (+K libdispatch)`.
+    /// `N fds, M threads (+K libdispatch), L loops`.
     var description: String {
         "\(descriptors) fds, \(threads) threads" + (dispatchThreads > 0 ? " (+\(dispatchThreads) libdispatch)" : "")
+            + ", \(loops) loops"
     }
 }
 

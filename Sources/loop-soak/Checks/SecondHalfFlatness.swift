@@ -41,8 +41,8 @@ struct SecondHalfFlatness {
         var blockStart = start
         while blockStart + Self.blockSeconds <= seconds {
             let heaps = samples.filter { $0.second > blockStart && $0.second <= blockStart + Self.blockSeconds }
-                .map(\.heap).sorted()
-            if !heaps.isEmpty { blocks.append(Block(startSecond: blockStart, medianHeap: heaps[heaps.count / 2])) }
+                .map(\.heap)
+            if !heaps.isEmpty { blocks.append(Block(startSecond: blockStart, medianHeap: heaps.median)) }
             blockStart += Self.blockSeconds
         }
         self.blocks = blocks

@@ -15,14 +15,10 @@ enum MemoryTable {
                 let minutes = "\(rowStart / 60)–\((rowStart + rowSeconds) / 60)"
                 Swift.print(
                     "  " + Format.left(minutes, 9)
-                        + Format.right(Format.decimal(Double(median(row.map(\.resident))) / 1_048_576, 2), 11)
-                        + Format.right(Format.decimal(Double(median(row.map(\.heap))) / 1_048_576, 3), 22))
+                        + Format.right(Format.decimal(Double(row.map(\.resident).median) / 1_048_576, 2), 11)
+                        + Format.right(Format.decimal(Double(row.map(\.heap).median) / 1_048_576, 3), 22))
             }
             rowStart += rowSeconds
         }
-    }
-
-    private static func median(_ values: [Int]) -> Int {
-        values.sorted()[values.count / 2]
     }
 }

@@ -92,7 +92,7 @@ struct Soak {
         if let samplesFile {
             fputs("# second resident-bytes malloc-in-use-bytes (warm-up \(options.warmupSeconds) s)\n", samplesFile)
         }
-        var afterWarmup = ResourceSnapshot(descriptors: -1, threads: -1, dispatchThreads: 0)
+        var afterWarmup = ResourceSnapshot(descriptors: -1, threads: -1, dispatchThreads: 0, loops: -1)
         var heapAtRestAfterWarmup = 0
         let progressEvery = max(5, options.seconds / 20)
         for second in 1...options.seconds {
