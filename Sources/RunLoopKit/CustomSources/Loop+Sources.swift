@@ -3,10 +3,12 @@
 /// registered: signals reach the loop through a lock-free stack, and the loop keeps only the signalled ones.
 extension Loop {
     /// Hands a newly signalled source to this loop: pushed on the lock-free stack, and the loop woken if asleep.
+    ///
+    /// Once the loop's thread has exited the stack is closed and keeps nothing: the source stays signalled, for
+    /// the loop it joins next.
     func enqueueSignalled(_ source: LoopSource) {
         guard control.lifecycle.load(ordering: .relaxed) == .alive else { return }  // Relaxed: a hint only.
-        signalStack.push(source)
-        poller.wakeIfSleeping()
+        if signalStack.push(source) { poller.wakeIfSleeping() }
     }
 
     /// Step 4: performs the signalled sources of the running mode, lower order first; answers whether any ran.

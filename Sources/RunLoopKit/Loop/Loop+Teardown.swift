@@ -20,7 +20,7 @@ extension Loop {
         forgetRegistrations()  // Each source is registered afresh by the loop it joins next, if any.
         descriptorTable.failed.removeAll()  // Last calls no run of their modes made: the thread is gone.
         let callbacks = timerTable.removeAll()  // The timers left with their modes; the callbacks remain.
-        signalStack.popAll { $0.queued = false }
+        signalStack.close { $0.queued = false }  // A signal from another thread from now on keeps nothing here.
         for source in signalStack.pending { source.queued = false }  // Still signalled: performed where it goes next.
         signalStack.pending.removeAll()
         trapOnQueuedJobs()

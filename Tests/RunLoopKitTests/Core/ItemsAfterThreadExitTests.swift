@@ -1,7 +1,8 @@
 import Glibc
-import RunLoopKit
 import TestSupport
 import Testing
+
+@testable import RunLoopKit
 
 /// Items of a loop whose thread exited are released by it, as CF's are: each can join another loop and works
 /// there, and the dead loop object goes away with the items that belonged to it.
@@ -77,6 +78,66 @@ import Testing
             running.finish()
         }
         #expect(deadLoop == nil)
+    }
+
+    @Test func aSignalThatRacesTheTeardownLeavesNoCycleBehind() throws {
+        // Issue 42: `signal()` from another thread passed the loop's "alive" check, then pushed the source onto the
+        // signal stack after the exiting thread had emptied it. The stack retained the source and the source its
+        // loop: both stayed alive for ever, with the loop's block segments and tables. The push below is that late
+        // push, made deterministic; the stack is closed by the teardown, so it keeps nothing.
+        weak var deadLoop: Loop?
+        weak var deadSource: LoopSource?
+        do {
+            let performed = Counter()
+            let source = LoopSource { _ in performed.increment() }
+            let thread = try LoopThread(name: "late-signal")
+            try thread.loop.add(source)
+            thread.stop()  // The thread exits: its loop is torn down.
+            deadLoop = thread.loop
+            deadSource = source
+            #expect(thread.loop.signalStack.push(source) == false)
+            #expect(thread.loop.signalStack.isEmpty)
+            #expect(performed.current == 0)
+        }
+        #expect(deadSource == nil)
+        #expect(deadLoop == nil)
+    }
+
+    @Test func aSourceSignalledAfterItsLoopsThreadExitedIsPerformedWhereItGoesNext() throws {
+        let performed = Counter()
+        let source = LoopSource { _ in performed.increment() }
+        let thread = try LoopThread(name: "signal-after-exit")
+        try thread.loop.add(source)
+        thread.stop()
+        source.signal()  // Its owner is gone: the signal waits in the source.
+        #expect(source.isSignalled)
+        let running = ItemsSupport.startRunningLoop()
+        defer { running.finish() }
+        try running.loop.add(source)
+        #expect(waitUntil { performed.current == 1 })
+        source.invalidate()
+    }
+
+    @Test func aClosedSignalStackRefusesPushesAndKeepsNothing() {
+        let stack = SignalStack()
+        let first = LoopSource { _ in }
+        let second = LoopSource { _ in }
+        #expect(stack.push(first))
+        var closedWith: [ObjectIdentifier] = []
+        stack.close { closedWith.append(ObjectIdentifier($0)) }
+        #expect(closedWith == [ObjectIdentifier(first)])
+        #expect(stack.isEmpty)
+        weak var refused: LoopSource?
+        do {
+            let late = LoopSource { _ in }
+            refused = late
+            #expect(!stack.push(late))
+        }
+        #expect(refused == nil)  // Not retained by the refused push.
+        var popped = 0
+        stack.popAll { _ in popped += 1 }
+        #expect(popped == 0)
+        #expect(!stack.push(second))  // Closed for good: a pop does not reopen it.
     }
 
     @Test func anItemOfALiveLoopStillCannotJoinAnother() throws {
