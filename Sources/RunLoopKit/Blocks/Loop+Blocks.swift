@@ -246,13 +246,13 @@ extension Loop {
         case .closure(let site):
             MetricsKeeper.bump(metricsKeeper.blocksRun)
             recordHandOver(.block, stamp: block.postedAt)
-            let token = recordCalloutStart(.block, site)
+            let token = recordCalloutStart(.block, at: site)
             block.closure()
             recordCalloutEnd(token)
         case .job(let queued):
             MetricsKeeper.bump(metricsKeeper.jobsRun)
             recordHandOver(.job, stamp: block.postedAt)
-            let token = recordCalloutStart(.actorJob, .unknown)
+            let token = recordCalloutStart(.actorJob, at: .unknown)
             runStack.isRunningJob = true
             let serial = queued.executor?.asUnownedSerialExecutor() ?? asUnownedSerialExecutor()
             if let taskExecutor = queued.taskExecutor {
@@ -267,7 +267,7 @@ extension Loop {
         case .call(let call):
             MetricsKeeper.bump(metricsKeeper.blocksRun)
             recordHandOver(.block, stamp: block.postedAt)
-            let token = recordCalloutStart(.block, call.site)
+            let token = recordCalloutStart(.block, at: call.site)
             call.function(call.argument)
             recordCalloutEnd(token)
         }

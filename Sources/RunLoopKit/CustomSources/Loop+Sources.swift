@@ -48,7 +48,7 @@ extension Loop {
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(.passUnretained(source)) { continue }
             guard source.signalled.exchange(false, ordering: .acquiringAndReleasing) else { continue }
             MetricsKeeper.bump(metricsKeeper.sourcesPerformed)
-            let token = recordCalloutStart(.source, of: source)
+            let token = recordCalloutStart(.source, at: source.callSite)
             source.performHandler(source)
             recordCalloutEnd(token)
             performed = true

@@ -57,7 +57,7 @@ extension Loop {
             if source.appliedRateLimiter != nil && rateLimitHoldsBack(source, events, in: state) { continue }
             MetricsKeeper.bump(metricsKeeper.descriptorReports)
             recordSinceEventsReturned(.descriptor)
-            let token = recordCalloutStart(.descriptor, of: source)
+            let token = recordCalloutStart(.descriptor, at: source.callSite)
             source.callout(source, reported)
             recordCalloutEnd(token)
             handled = true
@@ -147,7 +147,7 @@ extension Loop {
             }
             let source = descriptorTable.failed.remove(at: index).source
             MetricsKeeper.bump(metricsKeeper.descriptorReports)
-            let token = recordCalloutStart(.descriptor, of: source)
+            let token = recordCalloutStart(.descriptor, at: source.callSite)
             source.callout(source, .invalid)
             recordCalloutEnd(token)
             told = true

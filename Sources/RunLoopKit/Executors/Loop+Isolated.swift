@@ -70,7 +70,8 @@ extension Loop {
             order: Int = 0,
             handler: @escaping (LoopTimer) -> Void
         ) throws(LoopError) -> LoopTimer {
-            try makeTimer(at: .now + delay, repeating: interval, tolerance: tolerance, order: order, handler: handler)
+            try makeTimer(
+                at: loop.now + delay, repeating: interval, tolerance: tolerance, order: order, handler: handler)
         }
 
         /// Makes a descriptor source (see ``FileDescriptorSource/init(descriptor:events:order:handler:file:line:)``) whose
@@ -132,7 +133,7 @@ extension Loop {
             file: StaticString = #fileID,
             line: UInt = #line
         ) throws(LoopError) -> ScheduledCallback {
-            try schedule(at: .now + delay, tolerance: tolerance, in: mode, callback, file: file, line: line)
+            try schedule(at: loop.now + delay, tolerance: tolerance, in: mode, callback, file: file, line: line)
         }
 
         /// Queues `block` to run once on the loop's thread, in the caller's isolation, at the next block point of a

@@ -131,7 +131,7 @@ extension Loop {
         mainQueue.isDraining = true
         MetricsKeeper.bump(metricsKeeper.mainQueueDrains)
         recordSinceEventsReturned(.mainQueue)
-        let token = recordCalloutStart(.mainQueue, .unknown)
+        let token = recordCalloutStart(.mainQueue, at: .unknown)
         DispatchMainQueue.drain()
         recordCalloutEnd(token)
         mainQueue.isDraining = false

@@ -80,28 +80,13 @@ extension Loop {
         metricsKeeper.endingRecorder?._withUnsafeGuaranteedRef { $0.endPass(mark, endedAt: endedAt) }
     }
 
-    /// A callout of `kind` for an item or block made at `site` begins: answers what ``recordCalloutEnd(_:)``
-    /// takes, -1 when it is not recorded.
+    /// A callout of `kind` for an item, block or callback made at `site` begins: answers what
+    /// ``recordCalloutEnd(_:)`` takes, -1 when it is not recorded. `site` is read only when the recorder is on, so a
+    /// site kept out of line (an item's, a callback's side table) costs nothing while it is off.
     @inline(__always)
-    func recordCalloutStart(_ kind: FlightRecording.Callout.Kind, _ site: CallSite) -> Int {
+    func recordCalloutStart(_ kind: FlightRecording.Callout.Kind, at site: @autoclosure () -> CallSite) -> Int {
         guard let recorder = metricsKeeper.flightRecorder else { return -1 }
-        return recorder._withUnsafeGuaranteedRef { $0.beginCallout(kind, at: site) }
-    }
-
-    /// A callout of `kind` for `item` begins; as ``recordCalloutStart(_:_:)``, the item's site read only when the
-    /// recorder is on.
-    @inline(__always)
-    func recordCalloutStart(_ kind: FlightRecording.Callout.Kind, of item: LoopItem) -> Int {
-        guard let recorder = metricsKeeper.flightRecorder else { return -1 }
-        return recorder._withUnsafeGuaranteedRef { $0.beginCallout(kind, at: item.callSite) }
-    }
-
-    /// The callout of the one-shot callback freed from `slot` for firing begins; as ``recordCalloutStart(_:_:)``,
-    /// the site read only when the recorder is on.
-    @inline(__always)
-    func recordCalloutStart(_ kind: FlightRecording.Callout.Kind, ofSlot slot: Int32) -> Int {
-        guard let recorder = metricsKeeper.flightRecorder else { return -1 }
-        let site = timerTable.callbacks.site(ofSlot: slot)
+        let site = site()
         return recorder._withUnsafeGuaranteedRef { $0.beginCallout(kind, at: site) }
     }
 

@@ -19,7 +19,7 @@ extension Loop {
             guard observer.isValid, !observer.isFiring else { continue }
             observer.isFiring = true
             MetricsKeeper.bump(metricsKeeper.observerCalls)
-            let token = recordCalloutStart(.observer, of: observer)
+            let token = recordCalloutStart(.observer, at: observer.callSite)
             observer.handler(observer, activity)
             recordCalloutEnd(token)
             observer.isFiring = false

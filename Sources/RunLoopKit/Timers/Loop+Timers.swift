@@ -222,7 +222,7 @@ extension Loop {
         timer.state = .firing
         MetricsKeeper.bump(metricsKeeper.timersFired)
         recordTimerLateness(fireTime: timer.fireTime)
-        let token = recordCalloutStart(.timer, of: timer)
+        let token = recordCalloutStart(.timer, at: timer.callSite)
         timer.handler(timer)
         recordCalloutEnd(token)
         guard timer.state == .firing else { return }  // The handler rescheduled or invalidated it.
@@ -243,7 +243,7 @@ extension Loop {
         guard let slot = timerTable.takeForFiring(entry, callback: &callback) else { return }
         callbackEnded(slot)
         MetricsKeeper.bump(metricsKeeper.callbacksRun)
-        let token = recordCalloutStart(.callback, ofSlot: entry.slot)
+        let token = recordCalloutStart(.callback, at: timerTable.callbacks.site(ofSlot: entry.slot))
         callback.run()
         recordCalloutEnd(token)
     }

@@ -226,7 +226,7 @@ import Testing
             try? LoopThread(name: "lt-warm-up").stop()
             for (fault, options, expected) in cases {
                 let threads = Reliability.threadCount()
-                let loops = LoopThreadOptionsTests.liveLoopCount()
+                let loops = Loop.aliveCount
                 let descriptors = FaultInjection.openDescriptors
                 let (code, failures) = FaultInjection.with([fault]) { () -> LoopError.Code? in
                     do throws(LoopError) {
@@ -237,14 +237,14 @@ import Testing
                     }
                 }
                 let clean = waitUntil(timeout: .seconds(5)) {
-                    Reliability.threadCount() == threads && LoopThreadOptionsTests.liveLoopCount() == loops
+                    Reliability.threadCount() == threads && Loop.aliveCount == loops
                         && FaultInjection.openDescriptors == descriptors
                 }
                 if code != expected || failures != [1] || !clean {
                     problems.append(
                         "\(fault) with \(options): \(code.map { "\($0)" } ?? "no error"), failures \(failures), "
                             + "threads \(threads) -> \(Reliability.threadCount()), loops \(loops) -> "
-                            + "\(LoopThreadOptionsTests.liveLoopCount()), descriptors \(descriptors.count) -> "
+                            + "\(Loop.aliveCount), descriptors \(descriptors.count) -> "
                             + "\(FaultInjection.openDescriptors.count)")
                 }
             }
@@ -260,12 +260,5 @@ import Testing
         }
         let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
         #expect(output.contains("verdict: 0 problems, then 42"), "\(output)")
-    }
-
-    /// The loops alive in this process (registered for the fork handler).
-    static func liveLoopCount() -> Int {
-        var count = 0
-        LiveLoops.forEach { _ in count += 1 }
-        return count
     }
 }

@@ -80,6 +80,21 @@ import Testing
         #expect(ran.all == ["at@2.0", "after@5.0"])
     }
 
+    /// The loop-thread view's `after:` forms count from the loop's time, as `Loop.schedule(after:)` does; their
+    /// handlers may touch state that is not `Sendable`.
+    @Test func theIsolatedViewsAfterFormsFollowTheLoopsTime() throws {
+        final class Log { var entries: [String] = [] }  // Not Sendable: only the isolated view may capture it.
+        let log = Log()
+        try Loop.withVirtualTime(startingAt: Loop.Instant(nanoseconds: 100_000_000_000)) { loop in
+            let view = loop.assumeIsolated()
+            try view.schedule(after: .seconds(5)) { log.entries.append("callback@\(Self.seconds(loop))") }
+            try loop.add(
+                try view.makeTimer(after: .seconds(7)) { _ in log.entries.append("timer@\(Self.seconds(loop))") })
+            loop.run()
+        }
+        #expect(log.entries == ["callback@105.0", "timer@107.0"])
+    }
+
     @Test func aTimedRunEndsAtItsVirtualDeadline() throws {
         try Loop.withVirtualTime { loop in
             let source = LoopSource { _ in }
