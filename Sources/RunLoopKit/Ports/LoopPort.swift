@@ -29,10 +29,11 @@
 /// port.send(42)  // from any thread
 /// ```
 public final class LoopPort<Message: Sendable>: Sendable {
-    /// The messages waiting, in a ring of ``capacity`` slots.
-    private let ring: MessageRing<Message>
+    /// The messages waiting, in a ring of ``capacity`` slots. Inlinable use: ``send(_:)`` is specialised for the
+    /// message type where it is called, so a send runs no generic code.
+    @usableFromInline let ring: MessageRing<Message>
     /// What the loop performs to deliver them; signalled by every send.
-    private let source: LoopSource
+    @usableFromInline let source: LoopSource
 
     /// How many messages the ring holds (the capacity asked for, rounded up to a power of two between 2 and
     /// 1,048,576), and how many the loop delivers at most per pass.
@@ -86,7 +87,7 @@ public final class LoopPort<Message: Sendable>: Sendable {
     /// sleeps. A message sent before the port is added to a loop waits for it.
     /// - Returns: `false` if the port was invalidated or its loop's thread exited: the message is released and will
     ///   never be received.
-    @discardableResult
+    @inlinable @discardableResult
     public func send(_ message: consuming sending Message) -> Bool {
         guard ring.enqueue(message) != .refused else { return false }
         source.signal()

@@ -24,23 +24,24 @@ import Synchronization
 ///
 /// Closing: ``close()`` sets a bit in ``tail`` that no claim gets past, and a flag the overflow checks under its lock;
 /// from then on every enqueue is refused. ``discardAll()`` then releases what was accepted before.
+@usableFromInline
 final class MessageRing<Message: Sendable>: @unchecked Sendable {
     // Unchecked Sendable: slots are handed between threads by their sequence numbers; `head` and `taken` are
     // consumer-only; the overflow list is under its lock.
 
     /// A power of two.
     let capacity: Int
-    private let mask: Int
+    @usableFromInline let mask: Int
     /// The sequence number of each slot.
-    private let sequences: UnsafeMutablePointer<Atomic<Int>>
+    @usableFromInline let sequences: UnsafeMutablePointer<Atomic<Int>>
     /// The messages, initialised between a slot's publication and its read.
-    private let slots: UnsafeMutablePointer<Message>
+    @usableFromInline let slots: UnsafeMutablePointer<Message>
     /// The next position a producer claims, with ``closedBit`` once closed.
-    private let tail = Atomic<Int>(0)
+    @usableFromInline let tail = Atomic<Int>(0)
     /// The next position the consumer reads. Consumer only.
     @exclusivity(unchecked) private var head = 0
     /// Raised while the overflow list is in use: producers go there instead of to the ring.
-    private let overflowing = Atomic<Bool>(false)
+    @usableFromInline let overflowing = Atomic<Bool>(false)
     /// Guards ``overflow``; holds `true` once closed.
     private let overflowLock = Locked<Bool>(false)
     /// Messages that found the ring full, oldest first. Under ``overflowLock``.
@@ -49,7 +50,7 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) private var taken = OverflowList()
     @exclusivity(unchecked) private var takenDelivered = 0
 
-    private static var closedBit: Int { 1 << 62 }
+    @inlinable static var closedBit: Int { 1 << 62 }
 
     /// A ring of `capacity` slots, rounded up to a power of two between 2 and 2^20.
     init(capacity: Int) {
@@ -75,7 +76,7 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
     /// Stores `message`: in the ring if a slot is free and the overflow is not in use, else in the overflow list;
     /// refuses it once the ring is closed. Never waits for the consumer or another producer, but for the overflow's
     /// lock when the ring is full.
-    @inline(__always)
+    @inlinable
     func enqueue(_ message: consuming Message) -> Enqueued {
         if !overflowing.load(ordering: .acquiring) {
             let position = claim()
@@ -89,12 +90,12 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
         return appendToOverflow(message)
     }
 
-    private static var fullClaim: Int { -1 }
-    private static var refusedClaim: Int { -2 }
+    @inlinable static var fullClaim: Int { -1 }
+    @inlinable static var refusedClaim: Int { -2 }
 
     /// Claims the next free position of the ring; answers it, ``fullClaim`` or ``refusedClaim``.
-    @inline(__always)
-    private func claim() -> Int {
+    @inlinable
+    func claim() -> Int {
         var position = tail.load(ordering: .relaxed)
         while true {
             if position & Self.closedBit != 0 { return Self.refusedClaim }
@@ -112,8 +113,8 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
         }
     }
 
-    @inline(never)
-    private func appendToOverflow(_ message: consuming Message) -> Enqueued {
+    @usableFromInline @inline(never)
+    func appendToOverflow(_ message: consuming Message) -> Enqueued {
         overflowLock.withLock(consuming: message) { closed, message in
             guard !closed else { return .refused }
             if overflow.count == overflow.capacity { grow(&overflow) }
@@ -237,6 +238,7 @@ final class MessageRing<Message: Sendable>: @unchecked Sendable {
 
 /// What ``MessageRing/enqueue(_:)`` did with a message. (Outside the generic class, so that comparing it costs no
 /// generic call.)
+@usableFromInline
 enum Enqueued {
     /// Stored in the ring.
     case inRing
