@@ -24,6 +24,8 @@ import Testing
     #expect(slowest.kind == .block)
     #expect(slowest.file == "RunLoopKitTests/StallReportExampleTests.swift")
     #expect(slowest.isInProgress)
-    #expect(slowest.duration >= .milliseconds(100))
+    // The 100 ms count from the loop's last heartbeat, which comes a little before the block's callout starts: under
+    // ThreadSanitizer the callout had run 99.2 ms when the report came.
+    #expect(slowest.duration >= .milliseconds(90))
     #expect(report.recording?.passes.last?.isInProgress == true)  // The stalled pass, recorded so far.
 }
