@@ -52,6 +52,32 @@ public func processCPUNanoseconds() -> Int64 {
     return nanoseconds(usage.ru_utime) + nanoseconds(usage.ru_stime)
 }
 
+/// The CPU time (user + system) the calling thread has used, in nanoseconds.
+public func threadCPUNanoseconds() -> Int64 { cpuNanoseconds(on: CLOCK_THREAD_CPUTIME_ID) }
+
+/// The CPU clock of the calling thread, which any thread may read (``cpuNanoseconds(on:)``).
+public func callingThreadCPUClock() -> clockid_t {
+    var clock = clockid_t()
+    precondition(pthread_getcpuclockid(pthread_self(), &clock) == 0, "pthread_getcpuclockid failed")
+    return clock
+}
+
+/// What a CPU clock (a thread's or the process's) reads, in nanoseconds.
+public func cpuNanoseconds(on clock: clockid_t) -> Int64 {
+    var time = timespec()
+    precondition(clock_gettime(clock, &time) == 0, "clock_gettime(\(clock)) failed: errno \(errno)")
+    return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+}
+
+/// Whether this process runs under ThreadSanitizer or AddressSanitizer. Their runtimes keep a background thread of
+/// their own busy (ThreadSanitizer's wakes every 100 ms to flush shadow memory), so the process's CPU then says more
+/// about the sanitizer than about the loop.
+public let underSanitizer = dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
+
+/// The share of one CPU an idle process may use: 1%, or 5% under a sanitizer. The idle thread's own share is held
+/// to 1% in every build.
+public let idleProcessCPUPercentLimit: Double = underSanitizer ? 5 : 1
+
 /// Waits on the calling (non-main) thread until `condition` holds, for at most 10 s; fails the scenario otherwise.
 public func waitFor(_ what: String, _ condition: () -> Bool) {
     let deadline = nowNanoseconds() + 10_000_000_000
