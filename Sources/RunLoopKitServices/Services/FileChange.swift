@@ -12,6 +12,11 @@ public struct FileChange: Sendable, Hashable, CustomStringConvertible {
         /// A file was written to (`IN_MODIFY`): the watched file, or an entry of a watched directory.
         case modified
         /// A file open for writing was closed (`IN_CLOSE_WRITE`): a writer finished.
+        ///
+        /// The kernel reports it when the last reference to the open file goes, not at the writer's `close`: when
+        /// another thread of the writer's process forked meanwhile, the child holds a copy of the descriptor until
+        /// it execs or exits, so the change can come after later changes, or after a watch added once `close`
+        /// returned (measured here: 28 of 2,000 writes beside a thread that forks in a loop).
         case closedAfterWriting
         /// An entry was deleted from a watched directory (`IN_DELETE`).
         case deleted
