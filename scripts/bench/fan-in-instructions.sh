@@ -2,7 +2,8 @@
 # Instructions per item on each side of W2 (two producer threads post to one loop thread), counted by valgrind's
 # callgrind per thread: exact for a given binary, so a busy machine cannot move it (wall-clock W2 swings by 2x here).
 # Forms: closures (`Loop.perform { }`, W2), allocation-free calls (`perform(with:_:)`, W2f), a `LoopPort<Int>` (W2p),
-# and the C floor's mutex mailbox (scripts/bench/peers/limit, W2).
+# and the C floor's mutex mailbox (scripts/bench/peers/limit, W2), also with a context malloc'd per item by the producer
+# and freed by the consumer (W2a: a closure's allocation without the closure).
 #
 # Usage: scripts/bench/fan-in-instructions.sh [--loop-bench PATH]
 #   Each form runs once, --quick (100,000 items: 50,000 per producer). Prints, per form, the instructions of the two
@@ -61,6 +62,7 @@ measure() {
 echo "| form | producer instructions per item | consumer instructions per item | both |"
 echo "|---|---:|---:|---:|"
 measure "C floor (mutex mailbox, eventfd)" "$floor" W2 --quick
+measure "C floor, a 40-byte context allocated per item (W2a)" "$floor" W2a --quick
 measure '`loop.perform { … }` (closures)' "$bench" fan-in --quick --runs 1 --in-process
 measure '`loop.perform(with:_:)`' "$bench" fan-in-c-function --quick --runs 1 --in-process
 measure '`LoopPort<Int>.send(_:)`' "$bench" fan-in-port --quick --runs 1 --in-process

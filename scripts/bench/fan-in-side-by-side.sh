@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # W2 (two producer threads post 1,000,000 items to one loop thread) side by side: the C floor (a mutex mailbox and an
-# eventfd), libuv (uv_async_send and a mutex mailbox), and RunLoopKit's closures, perform(with:_:) and LoopPort<Int>,
-# optionally with an earlier build's closures and perform(with:_:) too. Each round runs every form once in a fresh
+# eventfd), libuv (uv_async_send and a mutex mailbox), the floor with a 40-byte context malloc'd per item by the
+# producer and freed by the consumer (W2a: what a closure's context costs, without the closure), and RunLoopKit's
+# closures, perform(with:_:) and LoopPort<Int>; optionally with an earlier build's closures and perform(with:_:) too. Each round runs every form once in a fresh
 # process, in the same order; the table gives each form's median, minimum, maximum and spread ((max - min) / median)
 # over the rounds, and the medians' ratios to the floor and to libuv.
 #
@@ -36,10 +37,11 @@ for peer in limit libuv; do
         scripts/bench/peers/c-common/workloads.c "scripts/bench/peers/$peer/$peer.c" "${extra[@]}"
 done
 
-names=("C floor" "libuv" "closures" "perform(with:_:)" "LoopPort<Int>")
+names=("C floor" "libuv" "C floor, a context allocated per item" "closures" "perform(with:_:)" "LoopPort<Int>")
 commands=(
     "scripts/bench/peers/.build-c/limit W2"
     "scripts/bench/peers/.build-c/libuv W2"
+    "scripts/bench/peers/.build-c/limit W2a"
     ".build/release/loop-bench fan-in --runs 1"
     ".build/release/loop-bench fan-in-c-function --runs 1"
     ".build/release/loop-bench fan-in-port --runs 1"

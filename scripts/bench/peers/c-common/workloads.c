@@ -1,7 +1,10 @@
 /* The C peers' driver: W1-W5 of the shared benchmarks.md, exactly as loop-bench runs them, on the runtime
  * linked beside it (peer.h). One repetition per process:
  *
- *     <peer> W1|W2|W3|W4|W5 [--quick]
+ *     <peer> W1|W2|W2a|W3|W4|W5 [--quick]
+ *
+ * W2a is W2 with a 40-byte context per item, allocated by the producer and freed by the consumer: what a closure
+ * posted to another thread costs in malloc, without the closure.
  *
  * prints one `ID key value` line per metric (the keys loop-bench prints; `W1@cpu0` when the process may run
  * on one CPU only) and exits 1 when a check fails (W2 inexact count, W3 early timer, W4 a timer fired, a
@@ -200,6 +203,7 @@ typedef struct {
     peer_loop *consumer;
     long per_producer, total;
     long received, reordered, expected[producer_count]; /* consumer thread only */
+    bool boxed; /* W2a: each item in a context the producer allocates and the consumer frees */
     int64_t end;
     _Atomic int64_t released; /* earliest producer release: the clock's start */
     latch ready, gate, done, drained;
@@ -220,6 +224,20 @@ static void w2_receive(void *context, uint64_t producer, uint64_t sequence) {
     }
 }
 
+/* W2a's context: what a Swift closure capturing a reference and two integers allocates (a 16-byte object header,
+ * then the three captures: 40 bytes), made by the producer and freed by the consumer after the call. */
+typedef struct {
+    uint64_t header[2];
+    fan_in *f;
+    uint64_t producer, sequence;
+} boxed_item;
+
+static void w2_receive_boxed(void *context, uint64_t unused1, uint64_t unused2) {
+    boxed_item *item = context;
+    w2_receive(item->f, item->producer, item->sequence);
+    free(item);
+}
+
 static void w2_drained(void *context, uint64_t unused1, uint64_t unused2) { latch_add(&((fan_in *)context)->drained); }
 
 static void *w2_produce(void *argument) {
@@ -231,13 +249,22 @@ static void *w2_produce(void *argument) {
     int64_t seen = atomic_load_explicit(&f->released, memory_order_relaxed);
     while (now < seen && !atomic_compare_exchange_weak(&f->released, &seen, now)) {
     }
-    for (long sequence = 0; sequence < f->per_producer; sequence++)
-        peer_post(f->consumer, w2_receive, f, p->producer, (uint64_t)sequence);
+    for (long sequence = 0; sequence < f->per_producer; sequence++) {
+        if (f->boxed) {
+            boxed_item *item = malloc(sizeof *item);
+            if (!item) peer_die("malloc");
+            *item = (boxed_item){.f = f, .producer = p->producer, .sequence = (uint64_t)sequence};
+            peer_post(f->consumer, w2_receive_boxed, item, 0, 0);
+        } else {
+            peer_post(f->consumer, w2_receive, f, p->producer, (uint64_t)sequence);
+        }
+    }
     return NULL;
 }
 
-static int run_w2(int scale) {
+static int run_w2_items(int scale, bool boxed) {
     static fan_in f;
+    f.boxed = boxed;
     f.consumer = peer_loop_start();
     f.per_producer = 500000 / scale;
     f.total = f.per_producer * producer_count;
@@ -265,6 +292,11 @@ static int run_w2(int scale) {
     emit("reordered", (double)f.reordered, 0);
     return 0;
 }
+
+static int run_w2(int scale) { return run_w2_items(scale, false); }
+
+/* W2a: W2 with a context allocated per item on the producer and freed on the consumer, as a closure's is. */
+static int run_w2_allocating(int scale) { return run_w2_items(scale, true); }
 
 /* ---- W3 timers ---- */
 
@@ -440,12 +472,13 @@ int main(int argc, char **argv) {
         }
     }
     int (*workloads[])(int) = {run_w1, run_w2, run_w3, run_w4, run_w5};
-    if (!id || strlen(id) != 2 || id[0] != 'W' || id[1] < '1' || id[1] > '5') {
-        fprintf(stderr, "usage: %s W1|W2|W3|W4|W5 [--quick]\n", argv[0]);
+    bool allocating = id && strcmp(id, "W2a") == 0;
+    if (!id || (!allocating && (strlen(id) != 2 || id[0] != 'W' || id[1] < '1' || id[1] > '5'))) {
+        fprintf(stderr, "usage: %s W1|W2|W2a|W3|W4|W5 [--quick]\n", argv[0]);
         return 2;
     }
     set_label(id);
-    int status = workloads[id[1] - '1'](scale);
+    int status = allocating ? run_w2_allocating(scale) : workloads[id[1] - '1'](scale);
     fflush(stdout);
     _exit(status); /* the loop threads are still running: leave without tearing them down */
 }
