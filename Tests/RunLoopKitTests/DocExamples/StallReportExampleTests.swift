@@ -24,8 +24,9 @@ import Testing
     #expect(slowest.kind == .block)
     #expect(slowest.file == "RunLoopKitTests/StallReportExampleTests.swift")
     #expect(slowest.isInProgress)
-    // The 100 ms count from the loop's last heartbeat, which comes a little before the block's callout starts: under
-    // ThreadSanitizer the callout had run 99.2 ms when the report came.
-    #expect(slowest.duration >= .milliseconds(90))
+    // The stall counts from the loop's last heartbeat, which came before the pass ran its blocks: the slow callout
+    // has run for part of it (less by what the quick jobs took, when they ran in the same pass).
+    #expect(report.duration >= .milliseconds(100))
+    #expect(slowest.duration > .zero)
     #expect(report.recording?.passes.last?.isInProgress == true)  // The stalled pass, recorded so far.
 }
