@@ -106,13 +106,13 @@ private func whereDoesThisRun(expecting loop: Loop) async -> (onLoop: Bool, thre
         let loop = worker.loop
         let actor = LoopBoundRecorder(loop: loop)
         let (wakeUps, allOnLoop) = await Task(executorPreference: loop.taskExecutor) {
-            let before = loop.poller.eventFDWrites.load(ordering: .relaxed)
+            let before = loop.wakeUpWrites
             var allOnLoop = true
             for index in 0..<1_000 {
                 await actor.record("\(index)")
                 allOnLoop = allOnLoop && loop.isCurrent
             }
-            return (loop.poller.eventFDWrites.load(ordering: .relaxed) - before, allOnLoop)
+            return (loop.wakeUpWrites - before, allOnLoop)
         }.value
         #expect(allOnLoop)
         #expect(wakeUps == 0)

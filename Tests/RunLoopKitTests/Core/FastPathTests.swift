@@ -37,9 +37,9 @@ import Testing
             ItemsSupport.run(loop) { performs.current >= 1 }
         }
         #expect(waitUntil { inBusyBlock.isSet })
-        let writesBefore = loop.poller.eventFDWrites.load(ordering: .relaxed)
+        let writesBefore = loop.wakeUpWrites
         for _ in 0..<10_000 { source.signal() }
-        let writesWhileAwake = loop.poller.eventFDWrites.load(ordering: .relaxed) - writesBefore
+        let writesWhileAwake = loop.wakeUpWrites - writesBefore
         signallerDone.set()
         thread.join()
         source.invalidate()
@@ -59,7 +59,7 @@ import Testing
             ItemsSupport.run(loop) { signalled.current == total && !source.isSignalled }
         }
         #expect(waitUntil { loop.isWaiting })
-        let writesBefore = loop.poller.eventFDWrites.load(ordering: .relaxed)
+        let writesBefore = loop.wakeUpWrites
         let signallers = (0..<4).map { _ in
             TestThread {
                 for _ in 0..<2_000 {
@@ -72,7 +72,7 @@ import Testing
         loop.wakeUp()  // Makes the final check of the run's condition happen promptly.
         thread.join()
         source.invalidate()
-        let writes = loop.poller.eventFDWrites.load(ordering: .relaxed) - writesBefore
+        let writes = loop.wakeUpWrites - writesBefore
         #expect(writes >= 1)
         #expect(writes <= sleeps.current)
         #expect(writes < total / 10)  // Coalesced: nowhere near one write per signal.

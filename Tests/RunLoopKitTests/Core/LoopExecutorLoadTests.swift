@@ -12,9 +12,9 @@ import Testing
         let actor = LoopBoundRecorder(loop: worker.loop)
         let busy = BusyBlock()
         #expect(busy.occupy(worker.loop))
-        let writesBefore = worker.loop.poller.eventFDWrites.load(ordering: .relaxed)
+        let writesBefore = worker.loop.wakeUpWrites
         let tasks = (0..<2_000).map { _ in Task.immediateDetached { _ = await actor.increment() } }
-        let writesWhileAwake = worker.loop.poller.eventFDWrites.load(ordering: .relaxed) - writesBefore
+        let writesWhileAwake = worker.loop.wakeUpWrites - writesBefore
         busy.release.set()
         for task in tasks { await task.value }
         #expect(writesWhileAwake == 0)

@@ -268,12 +268,12 @@ import Testing
             loop.run(in: .default, for: .seconds(60))
         }
         #expect(waitUntil { loop.isWaiting })
-        let writesBefore = loop.poller.eventFDWrites.load(ordering: .relaxed)
+        let writesBefore = loop.wakeUpWrites
         #expect(port.send(7))
         #expect(waitUntil { received.current == 1 })
         thread.join()
         port.invalidate()
-        #expect(loop.poller.eventFDWrites.load(ordering: .relaxed) - writesBefore == 1)
+        #expect(loop.wakeUpWrites - writesBefore == 1)
     }
 
     @Test func sendsToAnAwakeLoopNeverWriteTheEventFD() {
@@ -291,9 +291,9 @@ import Testing
             ItemsSupport.run(loop) { received.current == 10_000 }
         }
         #expect(waitUntil { inBusyBlock.isSet })
-        let writesBefore = loop.poller.eventFDWrites.load(ordering: .relaxed)
+        let writesBefore = loop.wakeUpWrites
         for value in 0..<10_000 { port.send(value) }
-        let writesWhileAwake = loop.poller.eventFDWrites.load(ordering: .relaxed) - writesBefore
+        let writesWhileAwake = loop.wakeUpWrites - writesBefore
         sendsDone.set()
         thread.join()
         port.invalidate()
@@ -315,10 +315,10 @@ import Testing
             loop.run(in: .default, for: .seconds(60))  // One sleep until the batch, then passes without one.
         }
         #expect(waitUntil { loop.isWaiting })
-        let writesBefore = loop.poller.eventFDWrites.load(ordering: .relaxed)
+        let writesBefore = loop.wakeUpWrites
         #expect(port.send(contentsOf: 0..<1_000) == 1_000)  // Past the ring's 64: the overflow takes the rest.
         thread.join()
-        let writes = loop.poller.eventFDWrites.load(ordering: .relaxed) - writesBefore
+        let writes = loop.wakeUpWrites - writesBefore
         port.invalidate()
         #expect(received.withLock { $0 } == Array(0..<1_000))
         #expect(writes == 1)

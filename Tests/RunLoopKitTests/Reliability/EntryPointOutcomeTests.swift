@@ -101,6 +101,6 @@ import Testing
         loop.value!.stop()
         loop.value!.wakeUp()
         #expect(loop.value!.isTerminated)
-        #expect(loop.value!.poller.eventFDWrites.load(ordering: .relaxed) == 0)
+        #expect(loop.value!.wakeUpWrites == 0)
     }
 }
