@@ -78,6 +78,16 @@ public let underSanitizer = dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__as
 /// to 1% in every build.
 public let idleProcessCPUPercentLimit: Double = underSanitizer ? 5 : 1
 
+/// Fails the scenario unless an idle second cost the idle thread under 10 ms of CPU (1%) and the process under
+/// ``idleProcessCPUPercentLimit``; answers both figures for the verdict line.
+public func checkIdleSecond(processCPU: Int64, threadCPU: Int64) -> String {
+    check(threadCPU < 10_000_000, "the main thread used \(Double(threadCPU) / 1e6) ms of CPU in an idle second")
+    check(
+        Double(processCPU) < idleProcessCPUPercentLimit * 1e7,
+        "the process used \(Double(processCPU) / 1e6) ms of CPU in an idle second")
+    return "idle_cpu_ms=\(rounded(Double(processCPU) / 1e6)) main_thread_cpu_ms=\(rounded(Double(threadCPU) / 1e6))"
+}
+
 /// Waits on the calling (non-main) thread until `condition` holds, for at most 10 s; fails the scenario otherwise.
 public func waitFor(_ what: String, _ condition: () -> Bool) {
     let deadline = nowNanoseconds() + 10_000_000_000
