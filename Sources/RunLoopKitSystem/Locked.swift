@@ -26,12 +26,17 @@ public final class Locked<Value> {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
+        let status = spinsWhenContended ? Self.initializeSpinning(mutex) : pthread_mutex_init(mutex, nil)
+        require(status == 0, "RunLoopKit: pthread_mutex_init failed (\(status))")
+    }
+
+    /// Initialises `mutex` as glibc's adaptive mutex; answers `pthread_mutex_init`'s status.
+    private static func initializeSpinning(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) -> CInt {
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
-        if spinsWhenContended { pthread_mutexattr_settype(&attributes, CInt(PTHREAD_MUTEX_ADAPTIVE_NP)) }
-        let status = pthread_mutex_init(mutex, &attributes)
-        pthread_mutexattr_destroy(&attributes)
-        require(status == 0, "RunLoopKit: pthread_mutex_init failed (\(status))")
+        defer { pthread_mutexattr_destroy(&attributes) }
+        pthread_mutexattr_settype(&attributes, CInt(PTHREAD_MUTEX_ADAPTIVE_NP))
+        return pthread_mutex_init(mutex, &attributes)
     }
 
     deinit {
